@@ -1,0 +1,1 @@
+"""gpudiag's controller: inventory, transport, fan-out, checks and reports."""

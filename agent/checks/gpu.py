@@ -1,0 +1,157 @@
+"""Per-GPU checks: pure functions ``(host, gpu, settings) -> tuple[Finding, ...]``.
+
+Each finding carries a stable code, one sentence for the operator and the numbers behind it.
+A reading the GPU cannot give (``None``) makes a check not applicable, never a false alarm.
+"""
+
+from __future__ import annotations
+
+from agent.checks.settings import CheckSettings
+from agent.model import Finding, GpuReading, Severity
+
+# Clock-event reasons that explain low power by themselves; each has its own finding.
+THERMAL_REASONS = ("hw_thermal_slowdown", "sw_thermal_slowdown")
+HW_REASONS = ("hw_slowdown", "hw_power_brake_slowdown")
+_REASON_BITS = {"hw_slowdown": 0x8, "sw_thermal_slowdown": 0x20, "hw_thermal_slowdown": 0x40,
+                "hw_power_brake_slowdown": 0x80}
+
+
+def _pct(part: float, whole: float) -> float:
+    return round(100.0 * part / whole, 1)
+
+
+def busy_low_power(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Finding, ...]:
+    """BUSY_LOW_POWER: reads busy while drawing a small share of its enforced power limit, unexplained.
+
+    utilization.gpu is the share of time *any* kernel was resident, not how many SMs worked, so a GPU
+    stuck on tiny launches, latency chains or communication reads 100% at a fraction of its power.
+    Not flagged when high memory utilization explains it (a bandwidth-bound kernel), or when a slowdown
+    reason does (thermal, hardware slowdown, power brake: reported by their own checks).
+    """
+    util, power, limit = gpu.utilization_pct, gpu.power_w, gpu.power_limit_w
+    if util is None or power is None or limit is None or limit <= 0 or gpu.lost:
+        return ()  # this GPU cannot report it: not applicable
+    share = _pct(power, limit)
+    if util < s.busy_utilization_pct or share > s.low_power_pct:
+        return ()
+    mem = gpu.memory_utilization_pct
+    if mem is not None and mem >= s.bandwidth_memory_utilization_pct:
+        return ()  # bandwidth-bound: memory busy, SMs waiting on it at moderate power is healthy
+    if any(r in gpu.clock_event_reasons for r in THERMAL_REASONS + HW_REASONS):
+        return ()
+    clock = ""
+    if gpu.sm_clock_mhz is not None and gpu.max_sm_clock_mhz:
+        clock = f", SM clock {gpu.sm_clock_mhz:.0f} of {gpu.max_sm_clock_mhz:.0f} MHz"
+    mem_text = f", memory {mem:.0f}% busy" if mem is not None else ", memory utilization not reported"
+    summary = (
+        f"reads {util:.0f}% busy but draws {power:.0f} W of its {limit:.0f} W enforced limit ({share:.0f}%)"
+        f"{mem_text}{clock}: a kernel is always resident but few SMs do work - launch-bound, "
+        "latency-bound, or waiting on communication"
+    )
+    evidence: dict[str, object] = {
+        "utilization_pct": util,
+        "memory_utilization_pct": mem,
+        "power_w": power,
+        "power_limit_w": limit,
+        "power_pct_of_limit": share,
+        "power_source": f"median of {len(gpu.samples)} power.draw samples",
+        "sm_clock_mhz": gpu.sm_clock_mhz,
+        "max_sm_clock_mhz": gpu.max_sm_clock_mhz,
+        "samples": len(gpu.samples),
+        "busy_utilization_pct": s.busy_utilization_pct,
+        "low_power_pct": s.low_power_pct,
+    }
+    return (Finding(code="BUSY_LOW_POWER", severity=Severity.WARNING, host=host, gpu=gpu.index,
+                    summary=summary, evidence=evidence),)
+
+
+def power_limit_reduced(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Finding, ...]:
+    """POWER_LIMIT_REDUCED: the enforced limit is below the board's default limit."""
+    enforced, default = gpu.power_limit_w, gpu.default_power_limit_w
+    if enforced is None or default is None or enforced >= default - s.power_limit_tolerance_w:
+        return ()
+    summary = (f"enforced power limit is {enforced:.0f} W, below its default {default:.0f} W "
+               f"({_pct(enforced, default):.0f}%): someone or something capped it (nvidia-smi -pl, a power "
+               "policy, a chassis limit)")
+    return (Finding(code="POWER_LIMIT_REDUCED", severity=Severity.WARNING, host=host, gpu=gpu.index,
+                    summary=summary, evidence={"power_limit_w": enforced, "default_power_limit_w": default,
+                                               "pct_of_default": _pct(enforced, default)}),)
+
+
+def pcie_link_degraded(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Finding, ...]:
+    """PCIE_LINK_DEGRADED: link generation or width below its maximum while the GPU is busy."""
+    if gpu.utilization_pct is None or gpu.utilization_pct < s.pcie_busy_utilization_pct:
+        return ()  # idle GPUs lower their link generation on purpose
+    gen_low = None not in (gpu.pcie_gen, gpu.pcie_gen_max) and gpu.pcie_gen < gpu.pcie_gen_max  # type: ignore[operator]
+    width_low = (None not in (gpu.pcie_width, gpu.pcie_width_max)
+                 and gpu.pcie_width < gpu.pcie_width_max)  # type: ignore[operator]
+    if not (gen_low or width_low):
+        return ()
+    summary = (f"PCIe link runs at gen {gpu.pcie_gen} x{gpu.pcie_width} of a possible gen {gpu.pcie_gen_max} "
+               f"x{gpu.pcie_width_max} while {gpu.utilization_pct:.0f}% busy: check seating, riser, BIOS "
+               "link settings")
+    return (Finding(code="PCIE_LINK_DEGRADED", severity=Severity.WARNING, host=host, gpu=gpu.index,
+                    summary=summary,
+                    evidence={"pcie_gen": gpu.pcie_gen, "pcie_gen_max": gpu.pcie_gen_max,
+                              "pcie_width": gpu.pcie_width, "pcie_width_max": gpu.pcie_width_max,
+                              "utilization_pct": gpu.utilization_pct}),)
+
+
+def _slowdown(code: str, what: str, reasons: tuple[str, ...], advice: str):  # type: ignore[no-untyped-def]
+    mask = sum(_REASON_BITS[r] for r in reasons)
+
+    def check(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Finding, ...]:
+        known = [x for x in gpu.samples if x.clock_event_reasons_mask is not None]
+        hits = [x for x in known if x.clock_event_reasons_mask & mask]  # type: ignore[operator]
+        if not hits:
+            return ()
+        fraction = round(len(hits) / len(known), 2)
+        drop = None
+        if gpu.sm_clock_mhz is not None and gpu.max_sm_clock_mhz:
+            drop = _pct(gpu.max_sm_clock_mhz - gpu.sm_clock_mhz, gpu.max_sm_clock_mhz)
+        critical = fraction >= s.slowdown_critical_fraction and drop is not None \
+            and drop >= s.slowdown_critical_clock_drop_pct
+        active = [r for r in reasons if r in gpu.clock_event_reasons]
+        clock = f", SM clock {drop:.0f}% below its maximum" if drop is not None else ""
+        summary = (f"{what} ({', '.join(active)}) in {len(hits)} of {len(known)} samples{clock}: {advice}")
+        return (Finding(code=code, severity=Severity.CRITICAL if critical else Severity.WARNING, host=host,
+                        gpu=gpu.index, summary=summary,
+                        evidence={"samples_active": len(hits), "samples": len(known), "fraction": fraction,
+                                  "sm_clock_mhz": gpu.sm_clock_mhz, "max_sm_clock_mhz": gpu.max_sm_clock_mhz,
+                                  "clock_drop_pct": drop, "temperature_c": gpu.temperature_c,
+                                  "reasons": ",".join(active)}),)
+
+    check.__name__ = code.lower()
+    check.__doc__ = f"{code}: {what}; critical when sustained and the SM clock drops far."
+    return check
+
+
+thermal_slowdown = _slowdown("THERMAL_SLOWDOWN", "clocks held down by temperature", THERMAL_REASONS,
+                             "check airflow, fans, inlet temperature and the cooling loop")
+hw_slowdown = _slowdown("HW_SLOWDOWN", "clocks held down by a hardware slowdown", HW_REASONS,
+                        "the board or the power supply pulled the brake - check PSU, power cables and "
+                        "the baseboard's events")
+
+
+def ecc_uncorrected(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Finding, ...]:
+    """ECC_UNCORRECTED: uncorrectable ECC errors since the driver loaded."""
+    if not gpu.ecc_uncorrected:
+        return ()
+    return (Finding(code="ECC_UNCORRECTED", severity=Severity.CRITICAL, host=host, gpu=gpu.index,
+                    summary=f"{gpu.ecc_uncorrected} uncorrectable ECC error(s) since the driver loaded: "
+                            "drain the node, check row remapping, reset or replace the GPU",
+                    evidence={"ecc_uncorrected": gpu.ecc_uncorrected}),)
+
+
+def gpu_lost(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Finding, ...]:
+    """GPU_LOST: the driver answers for other GPUs but not for this one."""
+    if not gpu.lost:
+        return ()
+    return (Finding(code="GPU_LOST", severity=Severity.CRITICAL, host=host, gpu=gpu.index,
+                    summary=f"GPU at {gpu.pci_bus_id or 'unknown bus id'} is lost (the driver cannot reach it): "
+                            "look for Xid 79 in the kernel log; it needs a reset or a reboot",
+                    evidence={"pci_bus_id": gpu.pci_bus_id}),)
+
+
+GPU_CHECKS = (busy_low_power, power_limit_reduced, pcie_link_degraded, thermal_slowdown, hw_slowdown,
+              ecc_uncorrected, gpu_lost)

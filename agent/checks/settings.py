@@ -1,0 +1,44 @@
+"""Thresholds of the checks, with their defaults. Overridden by flags and by an inventory's ``checks:``."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckSettings:
+    """Every threshold a check uses. Percentages are 0-100."""
+
+    busy_utilization_pct: float = 90.0
+    """BUSY_LOW_POWER: median utilization.gpu at or above this reads as "busy"."""
+    low_power_pct: float = 60.0
+    """BUSY_LOW_POWER: median power at or below this share of the *enforced* limit reads as "low"."""
+    bandwidth_memory_utilization_pct: float = 60.0
+    """BUSY_LOW_POWER: median utilization.memory at or above this means a bandwidth-bound kernel (healthy)."""
+    pcie_busy_utilization_pct: float = 50.0
+    """PCIE_LINK_DEGRADED: only judged while the GPU is this busy (idle links downshift to save power)."""
+    power_limit_tolerance_w: float = 1.0
+    """POWER_LIMIT_REDUCED: enforced limits within this of the default are not "reduced"."""
+    slowdown_critical_fraction: float = 0.5
+    """THERMAL/HW_SLOWDOWN: critical when the reason is active in at least this share of samples ..."""
+    slowdown_critical_clock_drop_pct: float = 30.0
+    """... and the median SM clock is at least this far below its maximum."""
+
+
+class SettingsError(ValueError):
+    """A threshold override names no setting or is not a number."""
+
+
+def with_overrides(base: CheckSettings, overrides: Mapping[str, object]) -> CheckSettings:
+    """``base`` with ``overrides`` applied; unknown names and non-numbers raise :class:`SettingsError`."""
+    names = {f.name for f in dataclasses.fields(CheckSettings)}
+    changes: dict[str, float] = {}
+    for key, value in overrides.items():
+        if key not in names:
+            raise SettingsError(f"unknown check setting {key!r} (known: {', '.join(sorted(names))})")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SettingsError(f"check setting {key!r} must be a number, not {value!r}")
+        changes[key] = float(value)
+    return dataclasses.replace(base, **changes)

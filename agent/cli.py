@@ -1,0 +1,260 @@
+"""The ``gpudiag`` command: the only code that prints or sets the exit code.
+
+Exit codes, for cron and Nagios: 0 all well, 1 a warning (or a reading that should be there is missing),
+2 a critical finding or a host that did not answer, 3 gpudiag could not run (bad inventory, bad flags).
+Click reports usage errors with exit 2 by default; :func:`main` turns them into 3 so that 2 always
+means "something on the cluster is critical".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import typer
+
+from agent.report import OutputFormat
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Agentless GPU health sweep over SSH: what is wrong with the GPUs of a cluster.")
+
+EXIT_CANNOT_RUN = 3
+
+
+class CannotRun(Exception):
+    """gpudiag cannot start: the message is one line for the operator."""
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"gpudiag: {message}", err=True)
+    return typer.Exit(EXIT_CANNOT_RUN)
+
+
+def _select_hosts(targets: list[str], inventory: Path | None, user: str | None, port: int | None,
+                  identity_file: str | None, limit: list[str], exclude: list[str], local: bool):  # type: ignore[no-untyped-def]
+    """(hosts, inventory check overrides) from an inventory and/or ad hoc targets."""
+    from agent.inventory import hosts_from_patterns, load_inventory, select
+    from agent.model import Host
+
+    hosts: list[Host] = []
+    overrides: dict[str, object] = {}
+    if inventory is not None:
+        inv = load_inventory(inventory)
+        hosts.extend(inv.hosts)
+        overrides = dict(inv.settings)
+    if targets:
+        hosts.extend(hosts_from_patterns(targets, user=user, port=port, identity_file=identity_file))
+    if local:
+        hosts.append(Host(name="localhost"))
+    if inventory is not None and (user or port or identity_file):
+        import dataclasses
+        hosts = [dataclasses.replace(h, user=user or h.user, port=port or h.port,
+                                     identity_file=identity_file or h.identity_file) for h in hosts]
+    unique = {h.name: h for h in reversed(hosts)}  # a host given twice is swept once (first wins)
+    hosts = [h for h in hosts if unique.get(h.name) is h]
+    hosts = list(select(tuple(hosts), limit=limit, exclude=exclude))
+    return hosts, overrides
+
+
+def _settings(overrides: dict[str, object], flags: dict[str, float | None]):  # type: ignore[no-untyped-def]
+    from agent.checks import CheckSettings, with_overrides
+
+    settings = with_overrides(CheckSettings(), overrides)
+    return with_overrides(settings, {k: v for k, v in flags.items() if v is not None})
+
+
+class _RoutingTransport:
+    """``localhost`` runs here without SSH; every other host goes over SSH."""
+
+    def __init__(self, ssh, local) -> None:  # type: ignore[no-untyped-def]
+        self.ssh, self.local = ssh, local
+
+    async def run(self, host, command):  # type: ignore[no-untyped-def]
+        return await (self.local if host.is_local else self.ssh).run(host, command)
+
+    async def close(self) -> None:
+        await self.ssh.close()
+
+
+@app.command()
+def sweep(
+    targets: list[str] = typer.Argument(None, help="Hosts or patterns (gpu[01-16]), ~/.ssh/config aliases, "
+                                                   "or localhost."),
+    inventory: Path | None = typer.Option(None, "--inventory", "-i", help="Inventory YAML file."),
+    user: str | None = typer.Option(None, "--user", "-u", help="SSH user for the targets."),
+    port: int | None = typer.Option(None, "--port", "-p", help="SSH port for the targets."),
+    identity_file: str | None = typer.Option(None, "--identity-file", help="Private key (loaded once)."),
+    limit: list[str] = typer.Option([], "--limit", help="Only these groups or host patterns (repeatable)."),
+    exclude: list[str] = typer.Option([], "--exclude", help="Leave out these host patterns (repeatable)."),
+    demo: bool = typer.Option(False, "--demo", help="Sweep a built-in simulated cluster over real SSH on "
+                                                    "loopback (no GPU, no cluster needed)."),
+    local: bool = typer.Option(False, "--local", help="Also read this machine's GPUs, without SSH."),
+    fmt: OutputFormat = typer.Option(OutputFormat.TABLE, "--format", "-f", help="table or json."),
+    concurrency: int = typer.Option(64, "--concurrency", min=1, help="Hosts in flight at once."),
+    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.1, help="Seconds to connect."),
+    login_timeout: float = typer.Option(15.0, "--login-timeout", min=0.1, help="Seconds to log in."),
+    timeout: float = typer.Option(30.0, "--timeout", min=1.0, help="Per-host deadline for the collection "
+                                                                  "(seconds); the remote process is ended."),
+    samples: int = typer.Option(5, "--samples", min=1, max=600, help="Samples per GPU."),
+    interval: float = typer.Option(0.5, "--interval", min=0.0, max=60.0, help="Seconds between samples."),
+    known_hosts: str | None = typer.Option(None, "--known-hosts", help="known_hosts file to trust "
+                                              "(default: ~/.ssh/known_hosts and gpudiag's own)."),
+    accept_new_host_keys: bool = typer.Option(False, "--accept-new-host-keys", help="Record keys of hosts "
+                                              "never seen before (never changed ones) in gpudiag's "
+                                              "known_hosts, like StrictHostKeyChecking=accept-new."),
+    busy_utilization_pct: float | None = typer.Option(None, "--busy-util-pct", help="BUSY_LOW_POWER: "
+                                                         "utilization that counts as busy (default 90)."),
+    low_power_pct: float | None = typer.Option(None, "--low-power-pct", help="BUSY_LOW_POWER: power "
+                                                  "share of the enforced limit that counts as low (60)."),
+    bandwidth_pct: float | None = typer.Option(None, "--bandwidth-mem-util-pct", help="BUSY_LOW_POWER: "
+                                                  "memory utilization meaning bandwidth-bound (60)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing when all is well (exit 0)."),
+) -> None:
+    """Sweep hosts over SSH, read their GPUs, and report what is wrong."""
+    from agent.checks import SettingsError
+    from agent.inventory import InventoryError
+    from agent.transport import KeyLoadError
+
+    try:
+        if demo:
+            report = _run_demo(samples, interval, timeout, concurrency)
+        else:
+            hosts, overrides = _select_hosts(targets or [], inventory, user, port, identity_file, limit,
+                                             exclude, local)
+            if not hosts:
+                raise CannotRun("no hosts to sweep: give targets, -i INVENTORY, --local or --demo")
+            settings = _settings(overrides, {"busy_utilization_pct": busy_utilization_pct,
+                                             "low_power_pct": low_power_pct,
+                                             "bandwidth_memory_utilization_pct": bandwidth_pct})
+            report = _run_sweep(hosts, settings, samples=samples, interval=interval, timeout=timeout,
+                                concurrency=concurrency, connect_timeout=connect_timeout,
+                                login_timeout=login_timeout, known_hosts=known_hosts,
+                                accept_new=accept_new_host_keys)
+    except (InventoryError, KeyLoadError, SettingsError, CannotRun, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    code = report.exit_code
+    if not (quiet and code == 0):
+        from agent.report import render
+
+        typer.echo(render(report, fmt, color=sys.stdout.isatty()) if fmt is OutputFormat.TABLE
+                   else render(report, fmt))
+    raise typer.Exit(code)
+
+
+def _run_sweep(hosts, settings, *, samples, interval, timeout, concurrency, connect_timeout,  # type: ignore[no-untyped-def]
+               login_timeout, known_hosts, accept_new):
+    from agent.runner import SweepOptions
+    from agent.runner import sweep as run_sweep
+    from agent.transport import LocalTransport, SshOptions, SshTransport
+
+    options = SshOptions(connect_timeout_s=connect_timeout, login_timeout_s=login_timeout,
+                         accept_new_host_keys=accept_new)
+    if known_hosts:
+        options.known_hosts = (known_hosts,)
+    for host in hosts:  # a key that cannot be read is a configuration error: fail before any connection
+        if host.identity_file:
+            options.keyring.load(host.identity_file)
+    transport = _RoutingTransport(SshTransport(options), LocalTransport())
+    sweep_options = SweepOptions(samples=samples, interval_s=interval, deadline_s=timeout,
+                                 concurrency=concurrency, settings=settings)
+    _raise_open_file_limit(concurrency)
+    return asyncio.run(run_sweep(hosts, transport, sweep_options))
+
+
+def _run_demo(samples: int, interval: float, timeout: float, concurrency: int):  # type: ignore[no-untyped-def]
+    from agent.simulate.demo import sweep_demo
+
+    return asyncio.run(sweep_demo(samples=samples, interval_s=interval, deadline_s=timeout,
+                                  concurrency=concurrency))
+
+
+def _raise_open_file_limit(concurrency: int) -> None:
+    """Each host in flight holds a socket or two: raise the soft limit toward the hard one if needed."""
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = concurrency * 4 + 64
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        new = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+
+
+@app.command()
+def local(
+    fmt: OutputFormat = typer.Option(OutputFormat.TABLE, "--format", "-f", help="table or json."),
+    samples: int = typer.Option(5, "--samples", min=1, max=600, help="Samples per GPU."),
+    interval: float = typer.Option(0.5, "--interval", min=0.0, max=60.0, help="Seconds between samples."),
+    timeout: float = typer.Option(30.0, "--timeout", min=1.0, help="Deadline for the collection (s)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing when all is well (exit 0)."),
+) -> None:
+    """Read this machine's GPUs (no SSH), through the same checks and report."""
+    from agent.checks import CheckSettings
+    from agent.model import Host
+
+    report = _run_sweep([Host(name="localhost")], CheckSettings(), samples=samples, interval=interval,
+                        timeout=timeout, concurrency=1, connect_timeout=10.0, login_timeout=15.0,
+                        known_hosts=None, accept_new=False)
+    code = report.exit_code
+    if not (quiet and code == 0):
+        from agent.report import render
+
+        typer.echo(render(report, fmt))
+    raise typer.Exit(code)
+
+
+@app.command("inventory")
+def inventory_cmd(
+    inventory: Path = typer.Option(..., "--inventory", "-i", help="Inventory YAML file."),
+    limit: list[str] = typer.Option([], "--limit", help="Only these groups or host patterns."),
+    exclude: list[str] = typer.Option([], "--exclude", help="Leave out these host patterns."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Print the expanded host list with each host's effective settings."""
+    import json
+
+    from agent.inventory import InventoryError, describe
+
+    try:
+        hosts, _ = _select_hosts([], inventory, None, None, None, limit, exclude, False)
+    except (InventoryError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    rows = describe(hosts)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    from agent.report.inventory_table import render_inventory
+
+    typer.echo(render_inventory(rows), nl=False)
+
+
+def _click_classes(name: str) -> tuple[type[BaseException], ...]:
+    """``name`` from click and from the copy of click that newer typers vendor (``typer._click``)."""
+    import importlib
+
+    found = []
+    for module in ("click.exceptions", "typer._click.exceptions"):
+        try:
+            found.append(getattr(importlib.import_module(module), name))
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
+
+
+def main() -> None:
+    """Console entry point: run the app, mapping click's usage errors (exit 2) to exit 3."""
+    try:
+        code = app(standalone_mode=False)
+    except _click_classes("ClickException") as exc:
+        exc.show()  # type: ignore[attr-defined]
+        sys.exit(EXIT_CANNOT_RUN)
+    except _click_classes("Abort"):
+        typer.echo("gpudiag: interrupted", err=True)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,219 @@
+"""The values gpudiag passes between its layers: hosts, readings, findings, reports.
+
+Standard library only, importable by every layer. Every value is a frozen dataclass;
+units are in the names; ``None`` means "not reported" (never 0, never a sentinel string).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+SWEEP_SCHEMA = "gpudiag.sweep/1"
+PROBE_SCHEMA = "gpudiag.probe/1"
+
+
+class Severity(enum.IntEnum):
+    """Nagios-style severity. ``worst()`` ranks UNKNOWN above WARNING so it is never hidden behind OK."""
+
+    OK = 0
+    WARNING = 1
+    CRITICAL = 2
+    UNKNOWN = 3
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+# Rank used to combine severities: a missing reading (UNKNOWN) outranks a warning, a critical outranks all.
+_RANK = {Severity.OK: 0, Severity.WARNING: 1, Severity.UNKNOWN: 2, Severity.CRITICAL: 3}
+
+
+def worst(severities: Iterable[Severity]) -> Severity:
+    """The most serious of ``severities`` (OK when there are none)."""
+    result = Severity.OK
+    for severity in severities:
+        if _RANK[severity] > _RANK[result]:
+            result = severity
+    return result
+
+
+class HostStatus(str, enum.Enum):
+    """How talking to one host went. ``ok``/``partial`` hosts answered; the rest did not."""
+
+    OK = "ok"
+    PARTIAL = "partial"
+    UNREACHABLE = "unreachable"
+    TIMEOUT = "timeout"
+    AUTH_FAILED = "auth_failed"
+    HOST_KEY_REJECTED = "host_key_rejected"
+    ERROR = "error"
+
+    @property
+    def answered(self) -> bool:
+        return self in (HostStatus.OK, HostStatus.PARTIAL)
+
+
+class SmiStatus(str, enum.Enum):
+    """What nvidia-smi on the node said about itself, as data."""
+
+    OK = "ok"
+    MISSING = "missing"  # not installed / not on PATH
+    DRIVER_ERROR = "driver_error"  # exit 9: could not talk to the driver
+    NO_DEVICES = "no_devices"  # exit 6: "No devices were found"
+    FAILED = "failed"  # any other non-zero exit with no usable rows
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Host:
+    """One target of a sweep, with its effective connection settings."""
+
+    name: str
+    address: str | None = None  # None: connect to ``name`` (resolved by ~/.ssh/config, then DNS)
+    user: str | None = None
+    port: int | None = None
+    identity_file: str | None = None
+    known_hosts: str | None = None
+    jump: str | None = None  # a bastion, "[user@]host[:port]"
+    logs: tuple[object, ...] = ()  # carried for the log-evidence checks
+    groups: tuple[str, ...] = ()
+
+    @property
+    def target(self) -> str:
+        """The address to connect to."""
+        return self.address or self.name
+
+    @property
+    def is_local(self) -> bool:
+        return self.target in ("localhost", "local") and self.port is None and self.jump is None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuSample:
+    """One instant of one GPU (the values that move); ``t_s`` is seconds since the first sample."""
+
+    t_s: float | None = None
+    utilization_pct: float | None = None  # utilization.gpu
+    memory_utilization_pct: float | None = None  # utilization.memory
+    power_w: float | None = None  # power.draw
+    sm_clock_mhz: float | None = None  # clocks.sm
+    clock_event_reasons_mask: int | None = None  # clocks_event_reasons.active
+    temperature_c: float | None = None  # temperature.gpu
+    pcie_gen: int | None = None  # pcie.link.gen.current
+    pcie_width: int | None = None  # pcie.link.width.current
+    pstate: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuReading:
+    """One GPU over the sampling window: identity, static limits, and medians of the samples."""
+
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    compute_capability: str | None = None  # "12.0"
+    sm: str | None = None  # "SM120"
+    arch: str | None = None  # "Blackwell (RTX)"
+    utilization_pct: float | None = None
+    memory_utilization_pct: float | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None  # enforced.power.limit
+    default_power_limit_w: float | None = None
+    sm_clock_mhz: float | None = None
+    max_sm_clock_mhz: float | None = None
+    clock_event_reasons: tuple[str, ...] = ()  # names active in any sample
+    temperature_c: float | None = None
+    pstate: str | None = None
+    pcie_gen: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width: int | None = None
+    pcie_width_max: int | None = None
+    ecc_uncorrected: int | None = None  # ecc.errors.uncorrected.volatile.total
+    memory_used_mib: float | None = None
+    memory_total_mib: float | None = None
+    lost: bool = False  # the driver answered for other GPUs but not this one
+    samples: tuple[GpuSample, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeReadings:
+    """Everything one node told us, parsed from the collector's JSON document."""
+
+    source: str = "nvidia-smi"
+    hostname: str | None = None
+    kernel: str | None = None
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    smi_status: SmiStatus = SmiStatus.OK
+    smi_message: str | None = None
+    smi_exit_code: int | None = None
+    gpus: tuple[GpuReading, ...] = ()
+    sample_count: int = 0
+    window_s: float | None = None
+    output_truncated: bool = False
+    problems: tuple[str, ...] = ()  # things the collector could not do, in words
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finding:
+    """A verdict: stable code, severity, where, one sentence, and the numbers behind it."""
+
+    code: str
+    severity: Severity
+    host: str
+    gpu: int | None
+    summary: str
+    evidence: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoteResult:
+    """What one remote (or local) run of the collector returned."""
+
+    exit_status: int | None
+    stdout: bytes
+    stderr: bytes
+    stdout_truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostReport:
+    """One host's row in the report: how talking to it went, what it read, what is wrong."""
+
+    host: str
+    address: str | None
+    status: HostStatus
+    error: str | None = None
+    readings: NodeReadings | None = None
+    findings: tuple[Finding, ...] = ()
+    duration_s: float | None = None
+
+    @property
+    def gpus(self) -> tuple[GpuReading, ...]:
+        return self.readings.gpus if self.readings else ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepReport:
+    """The whole sweep."""
+
+    started_at: str  # ISO 8601, UTC
+    duration_s: float
+    hosts: tuple[HostReport, ...]
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return tuple(f for h in self.hosts for f in h.findings)
+
+    @property
+    def exit_code(self) -> int:
+        """0 all well, 1 a warning (or a reading that should be there is missing), 2 critical."""
+        severity = worst(f.severity for f in self.findings)
+        if severity is Severity.CRITICAL:
+            return 2
+        if severity in (Severity.WARNING, Severity.UNKNOWN):
+            return 1
+        return 0

@@ -1,0 +1,261 @@
+"""The collector's ``gpudiag.probe/1`` document → :class:`NodeReadings`. Pure: text in, values out.
+
+nvidia-smi's quirks live here: ``[N/A]``-style values are missing (``None``), never 0; a GPU that is lost
+prints a message line instead of its CSV row while the others answer; exit 9 means the driver is not
+loaded, exit 6 that no devices were found (https://docs.nvidia.com/deploy/nvidia-smi/, "Return value").
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+
+from agent.arch import arch_name, parse_compute_capability, sm_name
+from agent.model import PROBE_SCHEMA, GpuReading, GpuSample, NodeReadings, SmiStatus
+
+
+class ProbeFormatError(ValueError):
+    """The node's answer was not a gpudiag.probe/1 document."""
+
+
+# NVML clock-event reason bits (nvml.h, nvmlClocksEventReason*), named as nvidia-smi names them.
+CLOCK_EVENT_REASONS: tuple[tuple[int, str], ...] = (
+    (0x1, "gpu_idle"),
+    (0x2, "applications_clocks_setting"),
+    (0x4, "sw_power_cap"),
+    (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"),
+    (0x20, "sw_thermal_slowdown"),
+    (0x40, "hw_thermal_slowdown"),
+    (0x80, "hw_power_brake_slowdown"),
+    (0x100, "display_clock_setting"),
+)
+
+_MISSING = {"", "n/a", "[n/a]", "[not supported]", "[unknown error]", "[gpu is lost]",
+            "[requested functionality has been deprecated]", "[insufficient permissions]", "[not found]"}
+_LOST_LINE = re.compile(r"Unable to determine the device handle for GPU\s*([0-9A-Fa-f:.]+)\s*:\s*(.*)")
+_GPU_IS_LOST = "[gpu is lost]"
+
+
+def decode_reasons(mask: int | None) -> tuple[str, ...]:
+    """Bit mask → reason names, in bit order; unknown bits appear as ``0x...``."""
+    if mask is None:
+        return ()
+    names = [name for bit, name in CLOCK_EVENT_REASONS if mask & bit]
+    known = sum(bit for bit, _ in CLOCK_EVENT_REASONS)
+    if mask & ~known:
+        names.append(hex(mask & ~known))
+    return tuple(names)
+
+
+def clean(value: str | None) -> str | None:
+    """One nvidia-smi value, or None when it is one of nvidia-smi's "no value" spellings."""
+    if value is None:
+        return None
+    value = value.strip()
+    return None if value.lower() in _MISSING else value
+
+
+def to_float(value: str | None) -> float | None:
+    value = clean(value)
+    if value is None:
+        return None
+    try:
+        return float(value.split()[0])
+    except (ValueError, IndexError):
+        return None
+
+
+def to_int(value: str | None) -> int | None:
+    value = clean(value)
+    if value is None:
+        return None
+    try:
+        return int(value, 0) if value.lower().startswith("0x") else int(float(value))
+    except ValueError:
+        return None
+
+
+def load_document(stdout: bytes) -> dict[str, object]:
+    """Find and decode the probe's JSON document in the remote stdout."""
+    text = stdout.decode("utf-8", "replace").strip()
+    start = text.rfind("\n{") + 1 if not text.startswith("{") else 0
+    try:
+        doc = json.loads(text[start:])
+    except json.JSONDecodeError as exc:
+        raise ProbeFormatError(f"the collector's output is not JSON ({exc.msg} at char {exc.pos})") from exc
+    if not isinstance(doc, dict) or doc.get("schema") != PROBE_SCHEMA:
+        raise ProbeFormatError(f"the collector's output is not a {PROBE_SCHEMA} document")
+    return doc
+
+
+def _rows(stdout: str, width: int) -> tuple[list[list[str]], list[str]]:
+    """Split one --query-gpu output into CSV rows of the right width and other (message) lines."""
+    rows: list[list[str]] = []
+    messages: list[str] = []
+    for line in stdout.splitlines():
+        if not line.strip():
+            continue
+        cells = next(csv.reader([line], skipinitialspace=True))
+        if len(cells) == width:
+            rows.append(cells)
+        else:
+            messages.append(line.strip())
+    return rows, messages
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def _median_int(values: Iterable[int | None]) -> int | None:
+    present = sorted(v for v in values if v is not None)
+    return present[(len(present) - 1) // 2] if present else None  # the lower median stays a real reading
+
+
+def _sample(row: Mapping[str, str], t_s: float | None) -> GpuSample:
+    return GpuSample(
+        t_s=t_s,
+        utilization_pct=to_float(row.get("utilization_gpu")),
+        memory_utilization_pct=to_float(row.get("utilization_memory")),
+        power_w=to_float(row.get("power_draw")),
+        sm_clock_mhz=to_float(row.get("sm_clock")),
+        clock_event_reasons_mask=to_int(row.get("clock_event_reasons")),
+        temperature_c=to_float(row.get("temperature")),
+        pcie_gen=to_int(row.get("pcie_gen")),
+        pcie_width=to_int(row.get("pcie_width")),
+        pstate=clean(row.get("pstate")),
+    )
+
+
+def _gpu(index: int, rows: Sequence[Mapping[str, str]], samples: Sequence[GpuSample]) -> GpuReading:
+    last = rows[-1]
+    cc = parse_compute_capability(clean(last.get("compute_cap")))
+    mask = 0
+    for s in samples:
+        mask |= s.clock_event_reasons_mask or 0
+    lost = any(_GPU_IS_LOST in (v or "").lower() for row in rows for v in row.values())
+    return GpuReading(
+        index=index,
+        name=clean(last.get("name")),
+        uuid=clean(last.get("uuid")),
+        pci_bus_id=clean(last.get("pci_bus_id")),
+        compute_capability=f"{cc[0]}.{cc[1]}" if cc else None,
+        sm=sm_name(cc),
+        arch=arch_name(cc),
+        utilization_pct=_median(s.utilization_pct for s in samples),
+        memory_utilization_pct=_median(s.memory_utilization_pct for s in samples),
+        power_w=_median(s.power_w for s in samples),
+        power_limit_w=to_float(last.get("enforced_power_limit")),
+        default_power_limit_w=to_float(last.get("default_power_limit")),
+        sm_clock_mhz=_median(s.sm_clock_mhz for s in samples),
+        max_sm_clock_mhz=to_float(last.get("max_sm_clock")),
+        clock_event_reasons=decode_reasons(mask) if any(
+            s.clock_event_reasons_mask is not None for s in samples) else (),
+        temperature_c=_median(s.temperature_c for s in samples),
+        pstate=samples[-1].pstate if samples else None,
+        pcie_gen=_median_int(s.pcie_gen for s in samples),
+        pcie_gen_max=to_int(last.get("pcie_gen_max")),
+        pcie_width=_median_int(s.pcie_width for s in samples),
+        pcie_width_max=to_int(last.get("pcie_width_max")),
+        ecc_uncorrected=to_int(last.get("ecc_uncorrected")),
+        memory_used_mib=to_float(last.get("memory_used")),
+        memory_total_mib=to_float(last.get("memory_total")),
+        lost=lost,
+        samples=tuple(samples),
+    )
+
+
+def _lost_gpus(lost_bus_ids: Sequence[str], seen: Iterable[int]) -> list[GpuReading]:
+    """GPUs that printed a "device handle" error: nvidia-smi numbers GPUs in PCI order, so each missing
+    index is paired with a lost bus id in PCI order."""
+    seen_set = set(seen)
+    total = len(seen_set) + len(lost_bus_ids)
+    free = [i for i in range(total + max(seen_set, default=0) + 1) if i not in seen_set]
+    return [GpuReading(index=i, pci_bus_id=bus, lost=True) for i, bus in zip(free, sorted(lost_bus_ids), strict=False)]
+
+
+def _smi_status(samples: Sequence[Mapping[str, object]], have_rows: bool) -> tuple[SmiStatus, int | None]:
+    if not samples:
+        return SmiStatus.FAILED, None
+    code = samples[0].get("exit")
+    code = code if isinstance(code, int) else None
+    if have_rows:
+        return SmiStatus.OK, code
+    if code == 9:
+        return SmiStatus.DRIVER_ERROR, code
+    if code == 6:
+        return SmiStatus.NO_DEVICES, code
+    if code == 0:
+        return SmiStatus.NO_DEVICES, code  # ran fine, printed no GPU: nothing to read
+    return SmiStatus.FAILED, code
+
+
+def parse_probe(doc: Mapping[str, object], *, output_truncated: bool = False) -> NodeReadings:
+    """Turn a probe document into readings: per-GPU medians over the samples, failures as data."""
+    host = doc.get("host") if isinstance(doc.get("host"), dict) else {}
+    smi = doc.get("nvidia_smi") if isinstance(doc.get("nvidia_smi"), dict) else {}
+    problems = [str(p) for p in doc.get("problems") or ()]  # type: ignore[union-attr]
+    base = {
+        "hostname": host.get("hostname"),  # type: ignore[union-attr]
+        "kernel": host.get("kernel"),  # type: ignore[union-attr]
+        "source": f"nvidia-smi ({doc.get('collector', 'python')} collector)",
+        "output_truncated": output_truncated,
+    }
+    if smi.get("status") == "missing" or not smi:  # type: ignore[union-attr]
+        return NodeReadings(**base, smi_status=SmiStatus.MISSING,  # type: ignore[arg-type]
+                            smi_message="nvidia-smi is not installed (not on PATH nor in the usual places)",
+                            problems=tuple(problems))
+    fields = [(str(f[0]), str(f[1])) for f in doc.get("fields") or ()]  # type: ignore[union-attr]
+    logical = [name for name, _ in fields]
+    raw_samples = [s for s in doc.get("samples") or () if isinstance(s, dict)]  # type: ignore[union-attr]
+    per_gpu_rows: dict[int, list[dict[str, str]]] = {}
+    per_gpu_samples: dict[int, list[GpuSample]] = {}
+    lost_bus: dict[str, str] = {}
+    messages: list[str] = []
+    for raw in raw_samples:
+        rows, other = _rows(str(raw.get("stdout", "")), len(logical))
+        t_raw = raw.get("t_s")
+        t_s = float(t_raw) if isinstance(t_raw, (int, float)) else None
+        for cells in rows:
+            row = dict(zip(logical, cells, strict=False))
+            index = to_int(row.get("index"))
+            if index is None:
+                continue
+            per_gpu_rows.setdefault(index, []).append(row)
+            per_gpu_samples.setdefault(index, []).append(_sample(row, t_s))
+        for line in other + str(raw.get("stderr", "")).splitlines():
+            match = _LOST_LINE.search(line)
+            if match:
+                lost_bus[match.group(1)] = match.group(2).strip()
+            elif line.strip() and line.strip() not in messages:
+                messages.append(line.strip())
+    gpus = [_gpu(i, per_gpu_rows[i], per_gpu_samples[i]) for i in sorted(per_gpu_rows)]
+    gpus += _lost_gpus(list(lost_bus), per_gpu_rows)
+    gpus.sort(key=lambda g: g.index)
+    status, code = _smi_status(raw_samples, bool(gpus))
+    driver = next((clean(rows[-1].get("driver_version")) for rows in per_gpu_rows.values()), None)
+    lost_text = [f"GPU {bus}: {why}" for bus, why in lost_bus.items()]
+    message = "; ".join(lost_text + messages)[:500] or None
+    times = [s.get("t_s") for s in raw_samples if isinstance(s.get("t_s"), (int, float))]
+    return NodeReadings(
+        **base,  # type: ignore[arg-type]
+        driver_version=driver,
+        cuda_version=doc.get("cuda_version") if isinstance(doc.get("cuda_version"), str) else None,
+        smi_status=status,
+        smi_message=message,
+        smi_exit_code=code,
+        gpus=tuple(gpus),
+        sample_count=len(raw_samples),
+        window_s=float(max(times) - min(times)) if len(times) > 1 else None,  # type: ignore[type-var,operator]
+        problems=tuple(problems),
+    )
+
+
+def parse_probe_output(stdout: bytes, *, output_truncated: bool = False) -> NodeReadings:
+    """Remote stdout → readings; raises :class:`ProbeFormatError` when it is not a probe document."""
+    return parse_probe(load_document(stdout), output_truncated=output_truncated)

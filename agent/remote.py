@@ -1,0 +1,45 @@
+"""The one command line a node runs: the collector, wrapped in ``timeout``, every argument quoted.
+
+The node's sshd hands the line to the user's shell, so everything variable in it goes through
+``shlex.quote``; the Python collector itself travels on stdin (``python3 -``). When the node has no
+python3 the POSIX-shell collector runs instead; it receives the field table as quoted arguments.
+``timeout`` (coreutils) ends the whole remote process group at the deadline: closing the channel from
+this side alone would leave a hung nvidia-smi running on the node.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from collectors import fallback_source, probe_source
+from collectors.probe import FIELDS
+
+# Exit statuses of `timeout`: 124 after TERM at the deadline, 137 when the -k KILL was needed.
+TIMEOUT_EXIT_STATUSES = (124, 137)
+KILL_AFTER_S = 3
+
+# $1 = the shell collector, $2 samples, $3 interval, $4... the field table.
+_DISPATCH = (
+    'if command -v python3 >/dev/null 2>&1; then '
+    'exec python3 - --samples "$2" --interval "$3"; fi; '
+    'script=$1; shift; exec sh -c "$script" gpudiag "$@"'
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollectorCall:
+    """The command line and stdin for one collection."""
+
+    command: str
+    stdin: bytes
+
+
+def collector_call(*, samples: int, interval_s: float, deadline_s: float) -> CollectorCall:
+    """Build the remote command that collects ``samples`` readings ``interval_s`` apart."""
+    fields = [f"{logical}={'|'.join(names)}" for logical, names in FIELDS]
+    args = [fallback_source(), str(samples), f"{interval_s:g}", *fields]
+    command = " ".join(
+        ["timeout", "-k", str(KILL_AFTER_S), f"{max(1, round(deadline_s))}", "sh", "-c", shlex.quote(_DISPATCH),
+         "gpudiag", *(shlex.quote(a) for a in args)])
+    return CollectorCall(command=command, stdin=probe_source())

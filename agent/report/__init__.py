@@ -1,0 +1,49 @@
+"""Report formatters: each turns a :class:`~agent.model.SweepReport` into text and prints nothing.
+
+``OutputFormat`` maps the CLI's ``--format`` choice to a formatter through one explicit table.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from typing import Any
+
+from agent.model import SweepReport
+from agent.report.json_report import render_json
+from agent.report.table import render_table
+
+__all__ = ["OutputFormat", "render"]
+
+
+class OutputFormat(str, enum.Enum):
+    """The ``--format`` choices."""
+
+    TABLE = "table"
+    JSON = "json"
+
+
+# Options that only shape how text looks; formats that have no use for them ignore them, so the CLI can
+# pass the same options whatever the format.
+_PRESENTATION_OPTIONS = frozenset({"width", "color"})
+
+
+def _render_json(report: SweepReport, **options: Any) -> str:
+    unknown = sorted(set(options) - _PRESENTATION_OPTIONS)
+    if unknown:
+        raise TypeError(f"the json format takes no option {', '.join(unknown)}")
+    return render_json(report)
+
+
+_RENDERERS: dict[OutputFormat, Callable[..., str]] = {
+    OutputFormat.TABLE: render_table,
+    OutputFormat.JSON: _render_json,
+}
+
+
+def render(report: SweepReport, fmt: OutputFormat | str, **options: Any) -> str:
+    """``report`` as text in format ``fmt``; ``options`` go to the formatter (table: ``width``, ``color``).
+
+    Raises ``ValueError`` for an unknown format name.
+    """
+    return _RENDERERS[OutputFormat(fmt)](report, **options)

@@ -1,0 +1,104 @@
+"""Fan-out: every host through one transport, a sliding window of concurrent hosts, one deadline each.
+
+:func:`sweep_host` is the one place where a host's failure becomes its status: nothing but
+cancellation escapes it, so one bad host never takes the sweep down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from agent.checks import CheckSettings, evaluate
+from agent.model import Host, HostReport, HostStatus, NodeReadings, RemoteResult, SweepReport
+from agent.parse import ProbeFormatError, parse_probe_output
+from agent.remote import TIMEOUT_EXIT_STATUSES, collector_call
+from agent.transport import RemoteCommand, Transport, TransportError
+
+# Client-side grace past the remote deadline, so the node's own `timeout` answers first.
+DEADLINE_GRACE_S = 5.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepOptions:
+    """How to sweep: sampling, limits, thresholds."""
+
+    samples: int = 5
+    interval_s: float = 0.5
+    deadline_s: float = 30.0
+    concurrency: int = 64
+    stdout_limit_bytes: int = 4 * 1024 * 1024
+    settings: CheckSettings = field(default_factory=CheckSettings)
+
+
+def _first_line(data: bytes) -> str:
+    text = data.decode("utf-8", "replace").strip()
+    return text.splitlines()[-1][:200] if text else ""
+
+
+def _status_of(readings: NodeReadings) -> HostStatus:
+    incomplete = readings.output_truncated or readings.problems or any(g.lost for g in readings.gpus)
+    return HostStatus.PARTIAL if incomplete else HostStatus.OK
+
+
+def interpret(host: Host, result: RemoteResult, options: SweepOptions) -> tuple[HostStatus, str | None,
+                                                                                 NodeReadings | None]:
+    """A finished remote run → (status, error sentence, readings)."""
+    if result.exit_status in TIMEOUT_EXIT_STATUSES:
+        return (HostStatus.TIMEOUT, f"the collector did not finish within {options.deadline_s:.0f} s "
+                f"(nvidia-smi may be hung); the remote process was ended", None)
+    try:
+        readings = parse_probe_output(result.stdout, output_truncated=result.stdout_truncated)
+    except ProbeFormatError as exc:
+        if result.stdout_truncated:
+            why = f"the node's output passed the {options.stdout_limit_bytes} byte bound and was cut"
+        else:
+            why = f"{exc}; exit {result.exit_status}"
+            if _first_line(result.stderr):
+                why += f", stderr: {_first_line(result.stderr)}"
+        return HostStatus.ERROR, why, None
+    return _status_of(readings), None, readings
+
+
+async def sweep_host(transport: Transport, host: Host, options: SweepOptions) -> HostReport:
+    """Collect one host and judge it; every failure becomes this host's status, never an exception."""
+    started = time.monotonic()
+    call = collector_call(samples=options.samples, interval_s=options.interval_s,
+                          deadline_s=options.deadline_s)
+    command = RemoteCommand(command=call.command, stdin=call.stdin,
+                            deadline_s=options.deadline_s + DEADLINE_GRACE_S,
+                            stdout_limit_bytes=options.stdout_limit_bytes)
+    readings: NodeReadings | None = None
+    try:
+        result = await transport.run(host, command)
+        status, error, readings = interpret(host, result, options)
+    except TransportError as exc:
+        status, error = exc.status, str(exc)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the one place a host's failure becomes data
+        status, error = HostStatus.ERROR, f"unexpected {type(exc).__name__}: {exc}"
+    findings = evaluate(host.name, status, error, readings, options.settings)
+    return HostReport(host=host.name, address=host.address, status=status, error=error, readings=readings,
+                      findings=findings, duration_s=round(time.monotonic() - started, 3))
+
+
+async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptions) -> SweepReport:
+    """Sweep ``hosts`` with at most ``options.concurrency`` in flight; reports keep the hosts' order."""
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = time.monotonic()
+    window = asyncio.Semaphore(max(1, options.concurrency))
+
+    async def one(host: Host) -> HostReport:
+        async with window:
+            return await sweep_host(transport, host, options)
+
+    try:
+        reports = await asyncio.gather(*(one(h) for h in hosts))
+    finally:
+        await transport.close()
+    return SweepReport(started_at=started_at, duration_s=round(time.monotonic() - started, 3),
+                       hosts=tuple(reports))

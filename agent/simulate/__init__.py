@@ -1,0 +1,1 @@
+"""A simulated GPU cluster: the fake nvidia-smi, its scenarios, and the demo SSH servers."""

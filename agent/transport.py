@@ -1,0 +1,325 @@
+"""How a command reaches a node: the :class:`Transport` protocol, the SSH one (asyncssh) and a local one.
+
+asyncssh lives here and nowhere else, and so does the translation of its and the OS's errors into the
+small :class:`TransportError` tree (one status each). Host keys are always verified against known_hosts;
+``accept_new`` records keys of hosts never seen before (never changed ones) in gpudiag's own file, like
+OpenSSH's ``StrictHostKeyChecking=accept-new``. Private keys are loaded once per sweep and passed as key
+objects: passing paths makes asyncssh re-read and re-validate them for every connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import asyncssh
+
+from agent.model import Host, HostStatus, RemoteResult
+
+DEFAULT_USER_KNOWN_HOSTS = "~/.ssh/known_hosts"
+DEFAULT_GPUDIAG_KNOWN_HOSTS = "~/.config/gpudiag/known_hosts"
+STDERR_LIMIT_BYTES = 64 * 1024
+_CHUNK = 64 * 1024
+
+
+class TransportError(Exception):
+    """A host could not be asked; ``status`` says how it failed, ``str()`` says why in one sentence."""
+
+    status = HostStatus.ERROR
+
+
+class ConnectFailed(TransportError):
+    status = HostStatus.UNREACHABLE
+
+
+class AuthFailed(TransportError):
+    status = HostStatus.AUTH_FAILED
+
+
+class HostKeyRejected(TransportError):
+    status = HostStatus.HOST_KEY_REJECTED
+
+
+class CommandTimeout(TransportError):
+    status = HostStatus.TIMEOUT
+
+
+class ConnectionLost(TransportError):
+    status = HostStatus.ERROR
+
+
+class KeyLoadError(ValueError):
+    """An identity file could not be read (a configuration error: reported before any connection)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoteCommand:
+    """One command for one node: the shell command line (already quoted), its stdin, its limits."""
+
+    command: str
+    stdin: bytes = b""
+    deadline_s: float = 30.0  # client-side; the command line carries its own remote `timeout`
+    stdout_limit_bytes: int = 4 * 1024 * 1024
+
+
+class Transport(Protocol):
+    """Runs a command on a host and returns what it printed; failures raise :class:`TransportError`."""
+
+    async def run(self, host: Host, command: RemoteCommand) -> RemoteResult: ...
+
+    async def close(self) -> None: ...
+
+
+async def _read_bounded(stream: asyncio.StreamReader | asyncssh.SSHReader[bytes], limit: int) -> tuple[bytes, bool]:
+    """Read to EOF, keeping at most ``limit`` bytes; True when more came and was dropped."""
+    kept = bytearray()
+    while True:
+        chunk = await stream.read(_CHUNK)
+        if not chunk:
+            return bytes(kept), False
+        room = limit - len(kept)
+        kept += chunk[:room]
+        if len(chunk) > room:
+            return bytes(kept), True
+
+
+class LocalTransport:
+    """Runs the command on this machine with ``sh -c``: the same collection, no SSH."""
+
+    async def run(self, host: Host, command: RemoteCommand) -> RemoteResult:
+        proc = await asyncio.create_subprocess_exec(
+            "sh", "-c", command.command, stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
+        assert proc.stdin and proc.stdout and proc.stderr
+        try:
+            proc.stdin.write(command.stdin)
+            await proc.stdin.drain()
+            proc.stdin.close()
+            (out, cut), (err, _) = await asyncio.wait_for(asyncio.gather(
+                _read_bounded(proc.stdout, command.stdout_limit_bytes),
+                _read_bounded(proc.stderr, STDERR_LIMIT_BYTES)), command.deadline_s)
+            if cut:
+                proc.kill()
+            code = await asyncio.wait_for(proc.wait(), command.deadline_s)
+        except asyncio.TimeoutError as exc:
+            raise CommandTimeout(f"no answer within {command.deadline_s:.0f} s; the process was ended") from exc
+        finally:
+            if proc.returncode is None:
+                try:
+                    os.killpg(proc.pid, 9)
+                except ProcessLookupError:
+                    pass
+                await proc.wait()
+        return RemoteResult(exit_status=code, stdout=out, stderr=err, stdout_truncated=cut)
+
+    async def close(self) -> None:
+        return None
+
+
+class KeyRing:
+    """Private keys loaded once per sweep, by path."""
+
+    def __init__(self) -> None:
+        self._keys: dict[str, list[asyncssh.SSHKeyPair]] = {}
+
+    def load(self, path: str) -> list[asyncssh.SSHKeyPair]:
+        """The key pairs in ``path`` (and its ``-cert.pub``); raises :class:`KeyLoadError` in one line."""
+        full = str(Path(path).expanduser())
+        if full not in self._keys:
+            try:
+                self._keys[full] = asyncssh.load_keypairs([full])
+            except (OSError, asyncssh.KeyImportError, asyncssh.KeyEncryptionError) as exc:
+                raise KeyLoadError(f"identity file {path}: {exc}") from exc
+        return self._keys[full]
+
+
+@dataclass(kw_only=True)
+class SshOptions:
+    """Settings of the SSH transport shared by every host of a sweep."""
+
+    connect_timeout_s: float = 10.0
+    login_timeout_s: float = 15.0
+    known_hosts: Sequence[str] = (DEFAULT_USER_KNOWN_HOSTS, DEFAULT_GPUDIAG_KNOWN_HOSTS)
+    gpudiag_known_hosts: str = DEFAULT_GPUDIAG_KNOWN_HOSTS  # where --accept-new-host-keys records keys
+    accept_new_host_keys: bool = False
+    ssh_config: Sequence[str] | None = None  # None: asyncssh's default (~/.ssh/config)
+    keyring: KeyRing = field(default_factory=KeyRing)
+
+
+def _split_jump(spec: str) -> Host:
+    """``[user@]host[:port]`` → a Host for the bastion."""
+    user, _, rest = spec.rpartition("@")
+    name, colon, port = rest.partition(":")
+    return Host(name=name, user=user or None, port=int(port) if colon and port.isdigit() else None)
+
+
+class SshTransport:
+    """One asyncssh connection per host; bastions are connected once and every target tunnels through."""
+
+    def __init__(self, options: SshOptions) -> None:
+        self.options = options
+        self._known: dict[tuple[str, ...], asyncssh.SSHKnownHosts] = {}
+        self._write_lock = asyncio.Lock()
+        self._bastions: dict[str, asyncio.Task[asyncssh.SSHClientConnection]] = {}
+
+    # -- host keys -------------------------------------------------------------------------------
+    def _known_files(self, host: Host) -> tuple[str, ...]:
+        files = (host.known_hosts,) if host.known_hosts else tuple(self.options.known_hosts)
+        return tuple(str(Path(f).expanduser()) for f in files)
+
+    def _known_hosts(self, host: Host) -> asyncssh.SSHKnownHosts | bytes:
+        files = tuple(f for f in self._known_files(host) if os.path.exists(f))
+        if not files:
+            return b""  # nothing trusted: every key is rejected, never silently accepted
+        if files not in self._known:
+            self._known[files] = asyncssh.read_known_hosts(list(files))
+        return self._known[files]
+
+    async def _record_new_key(self, host: Host, tunnel: asyncssh.SSHClientConnection | None) -> bool:
+        """accept-new: record an unknown host's key; False when the host is known with another key."""
+        port = host.port or 22
+        known = self._known_hosts(host)
+        if isinstance(known, asyncssh.SSHKnownHosts):
+            trusted = known.match(host.target, "", port)[0]
+            if trusted:
+                return False
+        key = await asyncio.wait_for(
+            asyncssh.get_server_host_key(host.target, port, tunnel=tunnel if tunnel is not None else ()),
+            self.options.connect_timeout_s)
+        if key is None:
+            return False
+        name = host.target if port == 22 else f"[{host.target}]:{port}"
+        path = Path(self.options.gpudiag_known_hosts).expanduser()
+        async with self._write_lock:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("ab") as out:
+                out.write(name.encode() + b" " + key.export_public_key("openssh").strip() + b"\n")
+            self._known.clear()
+        return True
+
+    # -- connections -----------------------------------------------------------------------------
+    def _connect_kwargs(self, host: Host) -> dict[str, object]:
+        kwargs: dict[str, object] = {
+            "connect_timeout": self.options.connect_timeout_s,
+            "login_timeout": self.options.login_timeout_s,
+            "known_hosts": self._known_hosts(host),
+        }
+        if host.port is not None:
+            kwargs["port"] = host.port
+        if host.user is not None:
+            kwargs["username"] = host.user
+        if host.identity_file:
+            kwargs["client_keys"] = self.options.keyring.load(host.identity_file)
+        if self.options.ssh_config is not None:
+            kwargs["config"] = list(self.options.ssh_config)
+        return kwargs
+
+    async def _bastion(self, spec: str) -> asyncssh.SSHClientConnection:
+        if spec not in self._bastions:
+            self._bastions[spec] = asyncio.ensure_future(self._connect(_split_jump(spec), None))
+        try:
+            return await asyncio.shield(self._bastions[spec])
+        except TransportError as exc:
+            raise type(exc)(f"via bastion {spec}: {exc}") from exc
+
+    async def _connect(self, host: Host, tunnel: asyncssh.SSHClientConnection | None,
+                       retry_after_accept: bool = True) -> asyncssh.SSHClientConnection:
+        try:
+            kwargs = self._connect_kwargs(host)
+            if tunnel is not None:
+                kwargs["tunnel"] = tunnel
+            return await asyncssh.connect(host.target, **kwargs)  # type: ignore[arg-type]
+        except asyncssh.HostKeyNotVerifiable as exc:
+            if self.options.accept_new_host_keys and retry_after_accept:
+                if await self._record_new_key(host, tunnel):
+                    return await self._connect(host, tunnel, retry_after_accept=False)
+                raise HostKeyRejected(
+                    f"host key of {host.target} does not match the one recorded in known_hosts - it CHANGED "
+                    "(a reinstalled node or a man in the middle); verify it, then remove the old entry") from exc
+            raise HostKeyRejected(
+                f"host key of {host.target} is not trusted ({exc}); verify it and add it to known_hosts, "
+                "or run with --accept-new-host-keys to record keys of new hosts") from exc
+        except asyncssh.PermissionDenied as exc:
+            raise AuthFailed(f"login refused for user {host.user or 'default'} ({exc.reason})") from exc
+        except asyncssh.DisconnectError as exc:
+            raise ConnectionLost(f"SSH connection closed: {exc.reason}") from exc
+        except socket.gaierror as exc:
+            raise ConnectFailed(f"cannot resolve {host.target}: {exc.strerror}") from exc
+        except (asyncio.TimeoutError, TimeoutError) as exc:
+            raise ConnectFailed(f"no SSH answer from {host.target} within "
+                                f"{self.options.connect_timeout_s:.0f} s") from exc
+        except ConnectionRefusedError as exc:
+            raise ConnectFailed(f"connection refused by {host.target}:{host.port or 22} "
+                                "(host up, nothing listening)") from exc
+        except OSError as exc:
+            raise ConnectFailed(f"cannot connect to {host.target}:{host.port or 22}: "
+                                f"{exc.strerror or exc}") from exc
+
+    async def run(self, host: Host, command: RemoteCommand) -> RemoteResult:
+        tunnel = await self._bastion(host.jump) if host.jump else None
+        conn = await self._connect(host, tunnel)
+        try:
+            return await self._exec(conn, command)
+        finally:
+            conn.close()
+
+    async def _exec(self, conn: asyncssh.SSHClientConnection, command: RemoteCommand) -> RemoteResult:
+        try:
+            async with asyncio.timeout(command.deadline_s) if hasattr(asyncio, "timeout") else \
+                    _Deadline(command.deadline_s):
+                proc = await conn.create_process(command.command, encoding=None)
+                proc.stdin.write(command.stdin)
+                proc.stdin.write_eof()  # the node reads the collector, then sees its stdin closed
+                (out, cut), (err, _) = await asyncio.gather(
+                    _read_bounded(proc.stdout, command.stdout_limit_bytes),
+                    _read_bounded(proc.stderr, STDERR_LIMIT_BYTES))
+                if cut:
+                    proc.close()  # stop the flood; the remote `timeout` ends what is left
+                    return RemoteResult(exit_status=None, stdout=out, stderr=err, stdout_truncated=True)
+                done = await proc.wait()
+                return RemoteResult(exit_status=done.exit_status, stdout=out, stderr=err)
+        except (asyncio.TimeoutError, TimeoutError) as exc:
+            raise CommandTimeout(f"no answer within {command.deadline_s:.0f} s; the remote process is "
+                                 "ended by its own `timeout`") from exc
+        except asyncssh.ChannelOpenError as exc:
+            raise ConnectionLost(f"the node refused a session: {exc.reason}") from exc
+        except (asyncssh.DisconnectError, asyncssh.ConnectionLost, ConnectionError) as exc:
+            raise ConnectionLost(f"the connection dropped during the command: {exc}") from exc
+
+    async def close(self) -> None:
+        for task in self._bastions.values():
+            if task.done() and not task.cancelled() and task.exception() is None:
+                task.result().close()
+            elif not task.done():
+                task.cancel()
+
+
+class _Deadline:
+    """``asyncio.timeout`` for Python 3.10."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._handle: asyncio.TimerHandle | None = None
+        self._fired = False
+
+    async def __aenter__(self) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+
+        def fire() -> None:
+            self._fired = True
+            task.cancel()
+
+        self._handle = asyncio.get_running_loop().call_later(self.seconds, fire)
+
+    async def __aexit__(self, exc_type: object, exc: object, tb: object) -> bool:
+        assert self._handle is not None
+        self._handle.cancel()
+        if self._fired and exc_type is asyncio.CancelledError:
+            raise asyncio.TimeoutError
+        return False

@@ -1,0 +1,177 @@
+"""gpudiag's node-side collector: runs ON the GPU node, standard library only, prints one JSON document.
+
+The controller sends this file over the SSH channel and runs it as ``python3 - ARGS``, so nothing is
+installed on the node. It does every piece of collection in one process, one round trip:
+
+* which ``--query-gpu`` fields this driver knows (``nvidia-smi --help-query-gpu``): old drivers reject
+  ``compute_cap`` and spell the clock reasons ``clocks_throttle_reasons.*``;
+* several samples of those fields over a window (default 5 over ~2 s), every sample kept raw;
+* hostname, kernel, driver and CUDA versions;
+* nvidia-smi's failures (not installed, exit 9 driver not loaded, exit 6 no devices, a lost GPU) as data.
+
+The document carries raw text; the controller parses it (``agent/parse.py``), so the parser can be unit
+tested on recorded output and this script stays small. Schema: ``gpudiag.probe/1``.
+"""
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+SCHEMA = "gpudiag.probe/1"
+
+# Logical reading -> the --query-gpu names that mean it, newest spelling first.
+# https://docs.nvidia.com/deploy/nvidia-smi/ ("clocks_throttle_reasons" was renamed "clocks_event_reasons").
+FIELDS = (
+    ("index", ("index",)),
+    ("name", ("name",)),
+    ("uuid", ("uuid",)),
+    ("pci_bus_id", ("pci.bus_id",)),
+    ("driver_version", ("driver_version",)),
+    ("compute_cap", ("compute_cap",)),
+    ("utilization_gpu", ("utilization.gpu",)),
+    ("utilization_memory", ("utilization.memory",)),
+    ("power_draw", ("power.draw",)),
+    ("enforced_power_limit", ("enforced.power.limit", "power.limit")),
+    ("default_power_limit", ("power.default_limit",)),
+    ("sm_clock", ("clocks.sm", "clocks.current.sm")),
+    ("max_sm_clock", ("clocks.max.sm",)),
+    ("clock_event_reasons", ("clocks_event_reasons.active", "clocks_throttle_reasons.active")),
+    ("temperature", ("temperature.gpu",)),
+    ("pstate", ("pstate",)),
+    ("pcie_gen", ("pcie.link.gen.current", "pcie.link.gen.gpucurrent")),
+    ("pcie_gen_max", ("pcie.link.gen.max",)),
+    ("pcie_width", ("pcie.link.width.current",)),
+    ("pcie_width_max", ("pcie.link.width.max",)),
+    ("ecc_uncorrected", ("ecc.errors.uncorrected.volatile.total",)),
+    ("memory_used", ("memory.used",)),
+    ("memory_total", ("memory.total",)),
+)
+
+# Where nvidia-smi lives when a non-interactive SSH session's PATH is minimal.
+EXTRA_SMI_DIRS = ("/usr/bin", "/usr/local/bin", "/usr/local/nvidia/bin", "/usr/lib/wsl/lib", "/opt/nvidia/bin")
+
+MAX_TEXT = 64 * 1024  # bound every captured stream: a runaway nvidia-smi must not flood the channel
+
+
+def _run(argv, timeout_s):
+    """Run argv; return (exit code, stdout, stderr) as text. Exit 127 when it cannot start."""
+    try:
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=timeout_s,
+            env=dict(os.environ, LC_ALL="C"),
+        )
+    except FileNotFoundError as exc:
+        return 127, "", str(exc)
+    except subprocess.TimeoutExpired:
+        return 124, "", "timed out after %.0f s" % timeout_s
+    except OSError as exc:
+        return 126, "", str(exc)
+    out = done.stdout[:MAX_TEXT].decode("utf-8", "replace")
+    err = done.stderr[:MAX_TEXT].decode("utf-8", "replace")
+    return done.returncode, out, err
+
+
+def find_nvidia_smi():
+    found = shutil.which("nvidia-smi")
+    if found:
+        return found
+    for folder in EXTRA_SMI_DIRS:
+        candidate = os.path.join(folder, "nvidia-smi")
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def known_fields(help_text):
+    """Every field name the driver's --help-query-gpu lists (both spellings of aliased fields)."""
+    names = set()
+    for line in help_text.splitlines():
+        if line.startswith('"'):
+            names.update(re.findall(r'"([^"]+)"', line))
+    return names
+
+
+def choose_fields(known):
+    """(logical name, query name) for every reading this driver can give."""
+    chosen = []
+    for logical, candidates in FIELDS:
+        for candidate in candidates:
+            if candidate in known:
+                chosen.append((logical, candidate))
+                break
+    return chosen
+
+
+def cuda_version(smi, timeout_s):
+    """The CUDA version from plain nvidia-smi's header ("CUDA Version: 13.0"); no query field has it."""
+    code, out, _ = _run([smi], timeout_s)
+    match = re.search(r"CUDA Version:\s*([0-9.]+)", out)
+    return match.group(1) if match else None
+
+
+def collect(samples, interval_s, call_timeout_s):
+    doc = {
+        "schema": SCHEMA,
+        "collector": "python",
+        "host": {"hostname": socket.gethostname(), "kernel": platform.release()},
+        "nvidia_smi": None,
+        "fields": [],
+        "samples": [],
+        "cuda_version": None,
+        "problems": [],
+    }
+    smi = find_nvidia_smi()
+    if smi is None:
+        doc["nvidia_smi"] = {"path": None, "status": "missing"}
+        return doc
+    code, help_text, err = _run([smi, "--help-query-gpu"], call_timeout_s)
+    doc["nvidia_smi"] = {"path": smi, "help_exit": code}
+    known = known_fields(help_text)
+    if code != 0 or not known:
+        # Older drivers print the help with exit 0; anything else means the help is unusable.
+        doc["problems"].append("nvidia-smi --help-query-gpu: exit %s %s" % (code, (err or help_text)[:400]))
+        known = {name for _, candidates in FIELDS for name in candidates[-1:]}
+    chosen = choose_fields(known)
+    doc["fields"] = [[logical, name] for logical, name in chosen]
+    query = [smi, "--query-gpu=" + ",".join(name for _, name in chosen), "--format=csv,noheader,nounits"]
+    start = time.monotonic()
+    for i in range(samples):
+        due = start + i * interval_s
+        delay = due - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        t = time.monotonic() - start
+        code, out, err = _run(query, call_timeout_s)
+        doc["samples"].append({"t_s": round(t, 3), "exit": code, "stdout": out, "stderr": err})
+        if code in (6, 9, 12, 127):
+            break  # no devices / no driver / no NVML: asking again says nothing new
+    if doc["samples"] and doc["samples"][0]["exit"] not in (6, 9, 12, 127):
+        doc["cuda_version"] = cuda_version(smi, call_timeout_s)
+    return doc
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="gpudiag-probe")
+    parser.add_argument("--samples", type=int, default=5)
+    parser.add_argument("--interval", type=float, default=0.5)
+    parser.add_argument("--call-timeout", type=float, default=60.0)
+    args = parser.parse_args(argv)
+    doc = collect(max(1, args.samples), max(0.0, args.interval), args.call_timeout)
+    sys.stdout.write(json.dumps(doc, separators=(",", ":")))
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""The JSON report: schema gpudiag.sweep/1, derived values, the summary block, and the round trip."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import fields
+
+import pytest
+from builders import finding, gpu, host_report, node, sample, sweep
+
+from agent.model import SWEEP_SCHEMA, GpuReading, GpuSample, HostStatus, NodeReadings, Severity, SmiStatus
+from agent.report.json_report import from_document, power_pct_of_limit, render_json, to_document
+
+
+def _report():
+    """Every kind of host: healthy, busy at low power with samples, partial with problems, down."""
+    busy = gpu(
+        index=1,
+        power_w=90.0,
+        clock_event_reasons=("SwPowerCap", "HwSlowdown"),
+        samples=[sample(t_s=0.0, power_w=88.0, clock_event_reasons_mask=0x4), sample(t_s=1.0, power_w=92.0)],
+    )
+    bad_finding = finding(
+        host="gpu02",
+        gpu=1,
+        evidence={"power_w": 90.0, "samples_w": (88.0, 92.0), "reasons": ("SwPowerCap",), "severity": None},
+    )
+    partial = host_report(
+        "gpu03",
+        gpus=[gpu(sm=None, compute_capability=None, power_w=None, lost=True)],
+        status=HostStatus.PARTIAL,
+        readings=node(
+            [gpu(sm=None, compute_capability=None, power_w=None, lost=True)],
+            hostname="gpu03",
+            smi_status=SmiStatus.FAILED,
+            smi_message="Unable to determine the device handle for GPU 0000:19:00.0: Unknown Error",
+            smi_exit_code=15,
+            output_truncated=True,
+            problems=("nvidia-smi -q timed out",),
+        ),
+        error="the collector's output was cut at 1 MiB",
+    )
+    unknown = finding(host="gpu04", gpu=None, code="HOST_UNREACHABLE", severity=Severity.UNKNOWN, summary="x")
+    return sweep(
+        host_report("gpu01", gpus=[gpu(index=0), gpu(index=1, name="NVIDIA RTX PRO 6000", sm="SM120")]),
+        host_report("gpu02", gpus=[gpu(index=0), busy], findings=[bad_finding], address="10.0.0.2"),
+        partial,
+        host_report("gpu04", status=HostStatus.UNREACHABLE, findings=[unknown], duration_s=None),
+    )
+
+
+def test_round_trip_through_json_text_gives_the_same_report():
+    report = _report()
+
+    assert from_document(json.loads(render_json(report))) == report
+
+
+def test_top_level_keys_in_schema_order():
+    doc = to_document(_report())
+
+    assert list(doc) == ["schema", "started_at", "duration_s", "hosts", "summary"]
+    assert doc["schema"] == SWEEP_SCHEMA == "gpudiag.sweep/1"
+
+
+def test_host_node_gpu_sample_finding_keys():
+    doc = to_document(_report())
+    host = doc["hosts"][1]
+
+    assert list(host) == ["host", "address", "status", "error", "duration_s", "node", "gpus", "findings"]
+    assert list(host["node"]) == [
+        "hostname", "kernel", "driver_version", "cuda_version", "source", "smi_status", "smi_message",
+        "smi_exit_code", "sample_count", "window_s", "output_truncated", "problems",
+    ]  # fmt: skip
+    assert list(host["gpus"][0]) == [
+        "index", "name", "uuid", "pci_bus_id", "compute_capability", "sm", "arch", "utilization_pct",
+        "memory_utilization_pct", "power_w", "power_limit_w", "power_pct_of_limit", "default_power_limit_w",
+        "sm_clock_mhz", "max_sm_clock_mhz", "clock_event_reasons", "temperature_c", "pstate", "pcie_gen",
+        "pcie_gen_max", "pcie_width", "pcie_width_max", "ecc_uncorrected", "memory_used_mib", "memory_total_mib",
+        "lost", "samples",
+    ]  # fmt: skip
+    assert list(host["findings"][0]) == ["code", "severity", "host", "gpu", "summary", "evidence"]
+
+
+def test_every_model_field_is_written():
+    """A field added to the model and forgotten here would be lost by the round trip."""
+    host = to_document(_report())["hosts"][1]
+
+    assert {f.name for f in fields(NodeReadings)} - {"gpus"} <= set(host["node"])
+    assert {f.name for f in fields(GpuReading)} <= set(host["gpus"][1])
+    assert [set(s) for s in host["gpus"][1]["samples"]] == [{f.name for f in fields(GpuSample)}] * 2
+
+
+def test_values_are_written_as_json_values():
+    doc = to_document(_report())
+    busy = doc["hosts"][1]["gpus"][1]
+    partial = doc["hosts"][2]
+
+    assert busy["clock_event_reasons"] == ["SwPowerCap", "HwSlowdown"]
+    assert busy["samples"][0]["clock_event_reasons_mask"] == 4
+    assert busy["power_pct_of_limit"] == 12.9
+    assert doc["hosts"][1]["findings"][0]["severity"] == "critical"
+    assert doc["hosts"][1]["findings"][0]["evidence"]["samples_w"] == [88.0, 92.0]
+    assert partial["status"] == "partial"
+    assert partial["node"]["smi_status"] == "failed"
+    assert partial["node"]["problems"] == ["nvidia-smi -q timed out"]
+    assert partial["gpus"][0]["lost"] is True
+    assert partial["gpus"][0]["power_pct_of_limit"] is None
+
+
+def test_host_that_did_not_answer_has_null_node_and_no_gpus():
+    down = to_document(_report())["hosts"][3]
+
+    assert down["status"] == "unreachable"
+    assert down["error"] == "could not connect: connection refused"
+    assert down["node"] is None
+    assert down["gpus"] == []
+    assert down["duration_s"] is None
+
+
+@pytest.mark.parametrize(
+    ("power_w", "power_limit_w", "expected"),
+    [
+        (330.0, 600.0, 55.0),
+        (100.0, 300.0, 33.3),
+        (90.0, 700.0, 12.9),
+        (None, 600.0, None),  # [N/A] power is no reading, not 0 W
+        (330.0, None, None),
+        (330.0, 0.0, None),  # a limit of 0 is no limit to divide by
+    ],
+)
+def test_power_pct_of_limit(power_w, power_limit_w, expected):
+    assert power_pct_of_limit(gpu(power_w=power_w, power_limit_w=power_limit_w)) == expected
+
+
+def test_summary_counts():
+    summary = to_document(_report())["summary"]
+
+    assert summary == {
+        "hosts": 4,
+        "hosts_by_status": {
+            "ok": 2, "partial": 1, "unreachable": 1, "timeout": 0, "auth_failed": 0,
+            "host_key_rejected": 0, "error": 0,
+        },
+        "gpus": 5,
+        "gpus_by_sm": {"SM90": 3, "SM120": 1, "unknown": 1},
+        "findings_by_code": {"BUSY_LOW_POWER": 1, "HOST_UNREACHABLE": 1},
+        "findings_by_severity": {"ok": 0, "warning": 0, "critical": 1, "unknown": 1},
+        "exit_code": 2,
+    }  # fmt: skip
+
+
+def test_summary_of_an_empty_sweep():
+    summary = to_document(sweep())["summary"]
+
+    assert summary["hosts"] == 0
+    assert set(summary["hosts_by_status"]) == {s.value for s in HostStatus}
+    assert summary["gpus_by_sm"] == {}
+    assert summary["findings_by_code"] == {}
+    assert summary["exit_code"] == 0
+
+
+def test_non_finite_numbers_are_written_as_null():
+    report = sweep(host_report("gpu01", gpus=[gpu(power_w=math.nan, temperature_c=math.inf)]))
+
+    text = render_json(report)  # allow_nan=False: this raises if a NaN got through
+
+    assert json.loads(text)["hosts"][0]["gpus"][0]["power_w"] is None
+    assert json.loads(text)["hosts"][0]["gpus"][0]["temperature_c"] is None
+
+
+def test_render_json_is_indented_and_stable():
+    report = _report()
+
+    assert render_json(report) == render_json(report)
+    assert render_json(report).startswith('{\n  "schema": "gpudiag.sweep/1",\n  "started_at"')
+
+
+@pytest.mark.parametrize("schema", ["gpudiag.sweep/2", "gpudiag.probe/1", None])
+def test_from_document_refuses_another_schema(schema):
+    doc = to_document(_report())
+    doc["schema"] = schema
+
+    with pytest.raises(ValueError, match="not a gpudiag.sweep/1 document") as info:
+        from_document(doc)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda doc: doc.pop("hosts"), "missing key 'hosts'"),
+        (lambda doc: doc["hosts"][0].update(status="asleep"), "'asleep' is not a valid HostStatus"),
+        (lambda doc: doc["hosts"][1]["findings"][0].update(severity="dire"), "unknown severity 'dire'"),
+        (lambda doc: doc["hosts"][0]["gpus"][0].update(index=None), "int()"),
+        (lambda doc: doc["hosts"][0].update(node=None), "lists GPUs but has no node object"),
+    ],
+)
+def test_from_document_refuses_a_malformed_document_in_one_line(damage, message):
+    doc = json.loads(render_json(_report()))
+    damage(doc)
+
+    with pytest.raises(ValueError, match="malformed gpudiag.sweep/1 document") as info:
+        from_document(doc)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_from_document_ignores_derived_values():
+    doc = to_document(_report())
+    doc["hosts"][1]["gpus"][1]["power_pct_of_limit"] = 99.0
+    doc["summary"] = {"exit_code": 0}
+
+    assert from_document(doc) == _report()

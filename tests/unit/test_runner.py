@@ -1,0 +1,138 @@
+"""The fan-out through a fake transport built from a handler function: statuses, order, the window."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from agent.model import Host, HostStatus, RemoteResult
+from agent.remote import collector_call
+from agent.runner import SweepOptions, sweep
+from agent.transport import AuthFailed, ConnectFailed, HostKeyRejected, RemoteCommand, TransportError
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "h200_580.159_idle"
+LINE = (DATA / "query-gpu.csv").read_text().strip()
+
+Handler = Callable[[Host, RemoteCommand], Awaitable[RemoteResult]]
+
+
+class HandlerTransport:
+    """A Transport whose every run is answered by ``handler``."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.closed = False
+
+    async def run(self, host: Host, command: RemoteCommand) -> RemoteResult:
+        return await self.handler(host, command)
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def probe_output(power_w: float = 79.32, util: int = 0) -> bytes:
+    from collectors.probe import choose_fields, known_fields
+
+    fields = [[a, b] for a, b in choose_fields(known_fields((DATA / "help-query-gpu.txt").read_text()))]
+    line = LINE.replace(", 79.32,", f", {power_w},").replace(", 9.0, 0, 0,", f", 9.0, {util}, 10,")
+    doc = {"schema": "gpudiag.probe/1", "collector": "python", "host": {"hostname": "n", "kernel": "k"},
+           "nvidia_smi": {"path": "/usr/bin/nvidia-smi", "help_exit": 0}, "fields": fields,
+           "samples": [{"t_s": 0.0, "exit": 0, "stdout": line + "\n", "stderr": ""}],
+           "cuda_version": "13.0", "problems": []}
+    return json.dumps(doc).encode()
+
+
+def run(hosts: list[Host], handler: Handler, **opts: object) -> list[tuple[str, HostStatus, str | None]]:
+    transport = HandlerTransport(handler)
+    report = asyncio.run(sweep(hosts, transport, SweepOptions(**opts)))  # type: ignore[arg-type]
+    assert transport.closed
+    return [(h.host, h.status, h.error) for h in report.hosts]
+
+
+def test_every_failure_becomes_a_status_and_order_is_kept() -> None:
+    failures: dict[str, BaseException | RemoteResult] = {
+        "refused": ConnectFailed("cannot connect to refused:22: Connection refused"),
+        "auth": AuthFailed("login refused for user root (Permission denied)"),
+        "key": HostKeyRejected("host key of key is not trusted"),
+        "hung": RemoteResult(exit_status=124, stdout=b"", stderr=b""),
+        "killed": RemoteResult(exit_status=137, stdout=b"", stderr=b""),
+        "garbage": RemoteResult(exit_status=127, stdout=b"", stderr=b"sh: 1: timeout: not found\n"),
+        "cut": RemoteResult(exit_status=None, stdout=b'{"schema": "gpudiag.pro', stderr=b"",
+                            stdout_truncated=True),
+        "bug": ZeroDivisionError("division by zero"),
+        "good": RemoteResult(exit_status=0, stdout=probe_output(), stderr=b""),
+    }
+
+    async def handler(host: Host, command: RemoteCommand) -> RemoteResult:
+        outcome = failures[host.name]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    rows = run([Host(name=n) for n in failures], handler, deadline_s=30.0)
+    assert [(n, s) for n, s, _ in rows] == [
+        ("refused", HostStatus.UNREACHABLE), ("auth", HostStatus.AUTH_FAILED),
+        ("key", HostStatus.HOST_KEY_REJECTED), ("hung", HostStatus.TIMEOUT), ("killed", HostStatus.TIMEOUT),
+        ("garbage", HostStatus.ERROR), ("cut", HostStatus.ERROR), ("bug", HostStatus.ERROR),
+        ("good", HostStatus.OK)]
+    errors = {n: e for n, _, e in rows}
+    assert errors["hung"] == ("the collector did not finish within 30 s (nvidia-smi may be hung); "
+                              "the remote process was ended")
+    assert errors["garbage"] is not None and "sh: 1: timeout: not found" in errors["garbage"]
+    assert errors["cut"] == "the node's output passed the 4194304 byte bound and was cut"
+    assert errors["bug"] == "unexpected ZeroDivisionError: division by zero"
+    assert errors["good"] is None
+
+
+def test_sliding_window_never_exceeds_concurrency() -> None:
+    in_flight = 0
+    peak = 0
+
+    async def handler(host: Host, command: RemoteCommand) -> RemoteResult:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.01)
+        in_flight -= 1
+        return RemoteResult(exit_status=0, stdout=probe_output(), stderr=b"")
+
+    rows = run([Host(name=f"n{i}") for i in range(40)], handler, concurrency=7)
+    assert peak == 7
+    assert [n for n, _, _ in rows] == [f"n{i}" for i in range(40)]
+
+
+def test_cancellation_is_not_swallowed() -> None:
+    async def handler(host: Host, command: RemoteCommand) -> RemoteResult:
+        raise asyncio.CancelledError
+
+    with pytest.raises(asyncio.CancelledError):
+        run([Host(name="a")], handler)
+
+
+def test_findings_come_with_the_report() -> None:
+    async def handler(host: Host, command: RemoteCommand) -> RemoteResult:
+        return RemoteResult(exit_status=0, stdout=probe_output(power_w=300.0, util=100), stderr=b"")
+
+    report = asyncio.run(sweep([Host(name="a")], HandlerTransport(handler), SweepOptions()))
+    assert [f.code for f in report.findings] == ["BUSY_LOW_POWER"]
+    assert report.exit_code == 1
+
+
+def test_the_command_quotes_everything_and_bounds_time() -> None:
+    call = collector_call(samples=5, interval_s=0.5, deadline_s=30)
+    assert call.command.startswith("timeout -k 3 30 sh -c ")
+    assert call.stdin.startswith(b'"""gpudiag')
+    import shlex
+
+    argv = shlex.split(call.command)
+    assert argv[:7] == ["timeout", "-k", "3", "30", "sh", "-c", argv[6]]
+    assert argv[7] == "gpudiag" and argv[9:11] == ["5", "0.5"]
+    assert "clock_event_reasons=clocks_event_reasons.active|clocks_throttle_reasons.active" in argv
+
+
+def test_transport_error_base_is_an_error_status() -> None:
+    assert TransportError("x").status is HostStatus.ERROR
