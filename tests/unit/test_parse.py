@@ -11,7 +11,7 @@ from agent.model import GpuReading, SmiStatus
 from agent.parse import ProbeFormatError, clean, decode_reasons, parse_probe, parse_probe_output
 from collectors.probe import choose_fields, known_fields
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "h200_580.159_idle"
+DATA = Path(__file__).resolve().parents[1] / "data" / "h200_580.159_fields"
 HELP = (DATA / "help-query-gpu.txt").read_text()
 LINE = (DATA / "query-gpu.csv").read_text().strip()
 FIELDS = [[logical, name] for logical, name in choose_fields(known_fields(HELP))]

@@ -14,7 +14,7 @@ from agent.remote import collector_call
 from agent.runner import SweepOptions, sweep
 from agent.transport import AuthFailed, ConnectFailed, HostKeyRejected, RemoteCommand, TransportError
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "h200_580.159_idle"
+DATA = Path(__file__).resolve().parents[1] / "data" / "h200_580.159_fields"
 LINE = (DATA / "query-gpu.csv").read_text().strip()
 
 Handler = Callable[[Host, RemoteCommand], Awaitable[RemoteResult]]

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Sweep a real GPU through gpudiag's real SSH path, once per workload, on the `device` tool's machine.
+#
+# Needs (carried, see shared/device-ssh.md): .dev/debs (Debian's OpenSSH packages) and .whl (asyncssh and
+# its needs for the machine's Python). Writes to $OUT: captures.tar.gz (for each workload: the raw
+# collector document read with the plain ssh client, gpudiag's JSON report and its table; plus the plain
+# nvidia-smi, its --help-query-gpu and nvidia-smi -q of the machine) and a log.
+#   run: bash bench/device_sweep.sh [WORKLOAD ...]      (default: every workload of gpu_workloads.py)
+set -uo pipefail
+OUT=${OUT:-$(mktemp -d)}
+WORKLOADS=${*:-idle spin tiny_graph gemv copy small_gemm gemm}
+CAP=$(mktemp -d)/captures; mkdir -p "$CAP"
+
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || exit 1
+export PYTHONPATH=/tmp/site:$PWD
+
+# A real OpenSSH sshd on 127.0.0.1:2222, unpacked into a private folder (never into /).
+R=$(mktemp -d); for f in .dev/debs/*.deb; do dpkg -x "$f" "$R"; done
+export LD_LIBRARY_PATH=$R/usr/lib/x86_64-linux-gnu:$R/lib/x86_64-linux-gnu
+id sshd >/dev/null 2>&1 || useradd -r -M -s /usr/sbin/nologin sshd; mkdir -p /run/sshd
+S=$(mktemp -d); "$R/usr/bin/ssh-keygen" -q -t ed25519 -N '' -f "$S/host_key"
+"$R/usr/bin/ssh-keygen" -q -t ed25519 -N '' -f "$S/client_key"
+mkdir -p /root/.ssh && cat "$S/client_key.pub" >> /root/.ssh/authorized_keys && chmod 600 /root/.ssh/authorized_keys
+echo "[127.0.0.1]:2222 $(cut -d' ' -f1,2 "$S/host_key.pub")" > "$S/known_hosts"
+cat > "$S/sshd_config" <<EOF
+Port 2222
+ListenAddress 127.0.0.1
+HostKey $S/host_key
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+UsePAM no
+StrictModes no
+PidFile $S/sshd.pid
+EOF
+"$R/usr/sbin/sshd" -f "$S/sshd_config" -E "$S/sshd.log" || { cat "$S/sshd.log"; exit 1; }
+SSH=("$R/usr/bin/ssh" -F /dev/null -p 2222 -i "$S/client_key" -o UserKnownHostsFile="$S/known_hosts"
+     -o StrictHostKeyChecking=yes -o BatchMode=yes root@127.0.0.1)
+
+"${SSH[@]}" 'command -v python3 nvidia-smi; python3 --version; nvidia-smi -L' 2>&1 | tee "$CAP/node.txt"
+nvidia-smi > "$CAP/nvidia-smi.txt"; nvidia-smi --help-query-gpu > "$CAP/help-query-gpu.txt"
+nvidia-smi -q > "$CAP/nvidia-smi-q.txt"
+
+for w in $WORKLOADS; do
+    echo "== $w"
+    python3 bench/gpu_workloads.py "$w" & pid=$!
+    sleep 6  # allocation, warm-up, clocks settle
+    d="$CAP/$w"; mkdir -p "$d"
+    "${SSH[@]}" 'python3 - --samples 5 --interval 0.5' < collectors/probe.py > "$d/probe.json" 2> "$d/probe.err"
+    python3 -m agent.cli sweep 127.0.0.1 -p 2222 -u root --identity-file "$S/client_key" \
+        --known-hosts "$S/known_hosts" --format json > "$d/sweep.json"; echo "exit $?" > "$d/sweep.exit"
+    python3 -m agent.cli sweep 127.0.0.1 -p 2222 -u root --identity-file "$S/client_key" \
+        --known-hosts "$S/known_hosts" --samples 3 --interval 0.3 > "$d/sweep.txt"
+    python3 - "$d/sweep.json" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for h in doc["hosts"]:
+    print(h["host"], h["status"], h["error"])
+    for g in h["gpus"]:
+        print(f"  util {g['utilization_pct']} mem {g['memory_utilization_pct']} power {g['power_w']}/"
+              f"{g['power_limit_w']} ({g['power_pct_of_limit']}%) sm {g['sm_clock_mhz']}/{g['max_sm_clock_mhz']}"
+              f" reasons {g['clock_event_reasons']}")
+    print("  findings", [f["code"] for f in h["findings"]], "exit", doc["summary"]["exit_code"])
+EOF
+    kill $pid; wait $pid 2>/dev/null
+done
+kill "$(cat "$S/sshd.pid")"
+tar -C "$(dirname "$CAP")" -czf "$OUT/captures.tar.gz" captures

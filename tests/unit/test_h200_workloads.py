@@ -1,0 +1,69 @@
+"""Real H200 readings under known workloads (tests/data/h200_580.159_<workload>/, recorded over real SSH by
+bench/device_sweep.sh) replayed through the parser and the checks: each must get its right verdict.
+
+A resident-but-starved GPU (one spinning thread; a graph of tiny kernels) must be flagged BUSY_LOW_POWER;
+bandwidth-bound work (a large copy, a batch-1 GEMV) and a compute-bound GEMM at its power cap must not.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent.checks import CheckSettings, evaluate
+from agent.model import HostStatus
+from agent.parse import parse_probe
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+# workload -> (finding codes, why)
+VERDICTS = {
+    "idle": ([], "idle: 0% busy, ~77 W"),
+    "spin": (["BUSY_LOW_POWER"], "one thread spinning: 100% busy at ~17% of 700 W"),
+    "tiny_graph": (["BUSY_LOW_POWER"], "launch-bound graph of tiny kernels: 99% busy at ~17%"),
+    "gemv": ([], "bandwidth-bound GEMV: memory 100% busy, ~90% power"),
+    "copy": ([], "bandwidth-bound copy: memory 100% busy at ~67% power"),
+    "small_gemm": ([], "small GEMMs launched from Python: only ~20% busy, not 'busy'"),
+    "gemm": ([], "compute-bound GEMM at its power cap"),
+}
+
+
+def load(workload: str) -> dict[str, object]:
+    return json.loads((DATA / f"h200_580.159_{workload}" / "probe.json").read_text())
+
+
+@pytest.mark.parametrize("workload", sorted(VERDICTS))
+def test_recorded_workload_gets_its_verdict(workload: str) -> None:
+    expected, why = VERDICTS[workload]
+    node = parse_probe(load(workload))
+    assert [g.name for g in node.gpus] == ["NVIDIA H200"]
+    assert node.driver_version == "580.159.04" and node.cuda_version == "13.0"
+    found = evaluate("h200", HostStatus.OK, None, node, CheckSettings())
+    assert [f.code for f in found] == expected, why
+
+
+@pytest.mark.parametrize("workload", sorted(VERDICTS))
+def test_the_asyncssh_sweep_of_the_same_state_agreed(workload: str) -> None:
+    """The second reading, through gpudiag's own SSH path, gave the same verdict."""
+    doc = json.loads((DATA / f"h200_580.159_{workload}" / "sweep.json").read_text())
+    (host,) = doc["hosts"]
+    assert host["status"] == "ok"
+    assert sorted({f["code"] for f in host["findings"]}) == VERDICTS[workload][0]
+
+
+def test_spin_evidence_is_the_real_numbers() -> None:
+    node = parse_probe(load("spin"))
+    (finding,) = evaluate("h200", HostStatus.OK, None, node, CheckSettings())
+    gpu = node.gpus[0]
+    assert finding.evidence["utilization_pct"] == gpu.utilization_pct == 100.0
+    assert finding.evidence["power_limit_w"] == 700.0
+    assert finding.evidence["power_pct_of_limit"] < 25.0  # type: ignore[operator]
+    assert gpu.sm_clock_mhz == 1980.0  # clocks at max: not a slowdown, the SMs are just idle
+
+
+def test_gemm_runs_at_the_power_cap_with_sw_power_cap_reason() -> None:
+    gpu = parse_probe(load("gemm")).gpus[0]
+    assert "sw_power_cap" in gpu.clock_event_reasons
+    assert gpu.power_w is not None and gpu.power_w > 0.9 * 700
