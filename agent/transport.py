@@ -151,11 +151,14 @@ class SshOptions:
     keyring: KeyRing = field(default_factory=KeyRing)
 
 
-def _split_jump(spec: str) -> Host:
-    """``[user@]host[:port]`` → a Host for the bastion."""
-    user, _, rest = spec.rpartition("@")
+def bastion_for(target: Host) -> Host:
+    """The bastion of ``target`` (its ``jump``, "[user@]host[:port]"). Like OpenSSH's ProxyJump, the bastion
+    is reached with the target's key and known_hosts, and the target's user unless the spec names one."""
+    assert target.jump is not None
+    user, _, rest = target.jump.rpartition("@")
     name, colon, port = rest.partition(":")
-    return Host(name=name, user=user or None, port=int(port) if colon and port.isdigit() else None)
+    return Host(name=name, user=user or target.user, port=int(port) if colon and port.isdigit() else None,
+                identity_file=target.identity_file, known_hosts=target.known_hosts)
 
 
 class SshTransport:
@@ -165,7 +168,9 @@ class SshTransport:
         self.options = options
         self._known: dict[tuple[str, ...], asyncssh.SSHKnownHosts] = {}
         self._write_lock = asyncio.Lock()
-        self._bastions: dict[str, asyncio.Task[asyncssh.SSHClientConnection]] = {}
+        # One connection per bastion for the whole sweep: every target behind it is tunnelled through it
+        # (a bastion's sshd allows only ~10 unauthenticated connections at a time: MaxStartups).
+        self._bastions: dict[Host, asyncio.Task[asyncssh.SSHClientConnection]] = {}
 
     # -- host keys -------------------------------------------------------------------------------
     def _known_files(self, host: Host) -> tuple[str, ...]:
@@ -219,13 +224,14 @@ class SshTransport:
             kwargs["config"] = list(self.options.ssh_config)
         return kwargs
 
-    async def _bastion(self, spec: str) -> asyncssh.SSHClientConnection:
-        if spec not in self._bastions:
-            self._bastions[spec] = asyncio.ensure_future(self._connect(_split_jump(spec), None))
+    async def _bastion(self, target: Host) -> asyncssh.SSHClientConnection:
+        bastion = bastion_for(target)
+        if bastion not in self._bastions:
+            self._bastions[bastion] = asyncio.ensure_future(self._connect(bastion, None))
         try:
-            return await asyncio.shield(self._bastions[spec])
+            return await asyncio.shield(self._bastions[bastion])
         except TransportError as exc:
-            raise type(exc)(f"via bastion {spec}: {exc}") from exc
+            raise type(exc)(f"via bastion {target.jump}: {exc}") from exc
 
     async def _connect(self, host: Host, tunnel: asyncssh.SSHClientConnection | None,
                        retry_after_accept: bool = True) -> asyncssh.SSHClientConnection:
@@ -261,7 +267,7 @@ class SshTransport:
                                 f"{exc.strerror or exc}") from exc
 
     async def run(self, host: Host, command: RemoteCommand) -> RemoteResult:
-        tunnel = await self._bastion(host.jump) if host.jump else None
+        tunnel = await self._bastion(host) if host.jump else None
         conn = await self._connect(host, tunnel)
         try:
             return await self._exec(conn, command)
