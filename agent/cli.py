@@ -11,10 +11,16 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from agent.report import OutputFormat
+
+if TYPE_CHECKING:  # the CLI imports the heavy layers lazily, so `gpudiag --help` starts fast
+    from agent.checks import CheckSettings
+    from agent.model import Host, RemoteResult, SweepReport
+    from agent.transport import RemoteCommand, Transport
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Agentless GPU health sweep over SSH: what is wrong with the GPUs of a cluster.")
@@ -32,10 +38,11 @@ def _fail(message: str) -> typer.Exit:
 
 
 def _select_hosts(targets: list[str], inventory: Path | None, user: str | None, port: int | None,
-                  identity_file: str | None, limit: list[str], exclude: list[str], local: bool):  # type: ignore[no-untyped-def]
+                  identity_file: str | None, limit: list[str], exclude: list[str],
+                  local: bool) -> tuple[list[Host], dict[str, object]]:
     """(hosts, inventory check overrides) from an inventory and/or ad hoc targets."""
     from agent.inventory import hosts_from_patterns, load_inventory, select
-    from agent.model import Host
+    from agent.model import Host  # noqa: F811 - at run time, not only for the type checker
 
     hosts: list[Host] = []
     overrides: dict[str, object] = {}
@@ -67,10 +74,10 @@ def _settings(overrides: dict[str, object], flags: dict[str, float | None]):  # 
 class _RoutingTransport:
     """``localhost`` runs here without SSH; every other host goes over SSH."""
 
-    def __init__(self, ssh, local) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ssh: Transport, local: Transport) -> None:
         self.ssh, self.local = ssh, local
 
-    async def run(self, host, command):  # type: ignore[no-untyped-def]
+    async def run(self, host: Host, command: RemoteCommand) -> RemoteResult:
         return await (self.local if host.is_local else self.ssh).run(host, command)
 
     async def close(self) -> None:
@@ -142,8 +149,9 @@ def sweep(
     raise typer.Exit(code)
 
 
-def _run_sweep(hosts, settings, *, samples, interval, timeout, concurrency, connect_timeout,  # type: ignore[no-untyped-def]
-               login_timeout, known_hosts, accept_new):
+def _run_sweep(hosts: list[Host], settings: CheckSettings, *, samples: int, interval: float, timeout: float,
+               concurrency: int, connect_timeout: float, login_timeout: float, known_hosts: str | None,
+               accept_new: bool) -> SweepReport:
     from agent.runner import SweepOptions
     from agent.runner import sweep as run_sweep
     from agent.transport import LocalTransport, SshOptions, SshTransport
@@ -162,7 +170,7 @@ def _run_sweep(hosts, settings, *, samples, interval, timeout, concurrency, conn
     return asyncio.run(run_sweep(hosts, transport, sweep_options))
 
 
-def _run_demo(samples: int, interval: float, timeout: float, concurrency: int):  # type: ignore[no-untyped-def]
+def _run_demo(samples: int, interval: float, timeout: float, concurrency: int) -> SweepReport:
     from agent.simulate.demo import sweep_demo
 
     return asyncio.run(sweep_demo(samples=samples, interval_s=interval, deadline_s=timeout,

@@ -12,6 +12,7 @@ import json
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from agent.arch import arch_name, parse_compute_capability, sm_name
 from agent.model import PROBE_SCHEMA, GpuReading, GpuSample, NodeReadings, SmiStatus
@@ -195,24 +196,37 @@ def _smi_status(samples: Sequence[Mapping[str, object]], have_rows: bool) -> tup
     return SmiStatus.FAILED, code
 
 
-def parse_probe(doc: Mapping[str, object], *, output_truncated: bool = False) -> NodeReadings:
-    """Turn a probe document into readings: per-GPU medians over the samples, failures as data."""
-    host = doc.get("host") if isinstance(doc.get("host"), dict) else {}
-    smi = doc.get("nvidia_smi") if isinstance(doc.get("nvidia_smi"), dict) else {}
-    problems = [str(p) for p in doc.get("problems") or ()]  # type: ignore[union-attr]
-    base = {
-        "hostname": host.get("hostname"),  # type: ignore[union-attr]
-        "kernel": host.get("kernel"),  # type: ignore[union-attr]
-        "source": f"nvidia-smi ({doc.get('collector', 'python')} collector)",
-        "output_truncated": output_truncated,
-    }
-    if smi.get("status") == "missing" or not smi:  # type: ignore[union-attr]
-        return NodeReadings(**base, smi_status=SmiStatus.MISSING,  # type: ignore[arg-type]
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _items(value: object) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def parse_probe(doc: Mapping[str, Any], *, output_truncated: bool = False) -> NodeReadings:
+    """Turn a probe document into readings: per-GPU medians over the samples, failures as data.
+
+    The document comes from a remote machine: every part is type-checked as it is read, and a part that
+    is missing or of the wrong type reads as "not reported".
+    """
+    host = _mapping(doc.get("host"))
+    smi = _mapping(doc.get("nvidia_smi"))
+    problems = tuple(str(p) for p in _items(doc.get("problems")))
+    source = f"nvidia-smi ({_text(doc.get('collector')) or 'python'} collector)"
+    hostname, kernel = _text(host.get("hostname")), _text(host.get("kernel"))
+    if smi.get("status") == "missing" or not smi:
+        return NodeReadings(source=source, hostname=hostname, kernel=kernel, output_truncated=output_truncated,
+                            smi_status=SmiStatus.MISSING,
                             smi_message="nvidia-smi is not installed (not on PATH nor in the usual places)",
-                            problems=tuple(problems))
-    fields = [(str(f[0]), str(f[1])) for f in doc.get("fields") or ()]  # type: ignore[union-attr]
+                            problems=problems)
+    fields = [(str(f[0]), str(f[1])) for f in _items(doc.get("fields")) if isinstance(f, list) and len(f) == 2]
     logical = [name for name, _ in fields]
-    raw_samples = [s for s in doc.get("samples") or () if isinstance(s, dict)]  # type: ignore[union-attr]
+    raw_samples = [s for s in _items(doc.get("samples")) if isinstance(s, dict)]
     per_gpu_rows: dict[int, list[dict[str, str]]] = {}
     per_gpu_samples: dict[int, list[GpuSample]] = {}
     lost_bus: dict[str, str] = {}
@@ -241,18 +255,21 @@ def parse_probe(doc: Mapping[str, object], *, output_truncated: bool = False) ->
     driver = next((clean(rows[-1].get("driver_version")) for rows in per_gpu_rows.values()), None)
     lost_text = [f"GPU {bus}: {why}" for bus, why in lost_bus.items()]
     message = "; ".join(lost_text + messages)[:500] or None
-    times = [s.get("t_s") for s in raw_samples if isinstance(s.get("t_s"), (int, float))]
+    times = [float(s["t_s"]) for s in raw_samples if isinstance(s.get("t_s"), (int, float))]
     return NodeReadings(
-        **base,  # type: ignore[arg-type]
+        source=source,
+        hostname=hostname,
+        kernel=kernel,
+        output_truncated=output_truncated,
         driver_version=driver,
-        cuda_version=doc.get("cuda_version") if isinstance(doc.get("cuda_version"), str) else None,
+        cuda_version=_text(doc.get("cuda_version")),
         smi_status=status,
         smi_message=message,
         smi_exit_code=code,
         gpus=tuple(gpus),
         sample_count=len(raw_samples),
-        window_s=float(max(times) - min(times)) if len(times) > 1 else None,  # type: ignore[type-var,operator]
-        problems=tuple(problems),
+        window_s=max(times) - min(times) if len(times) > 1 else None,
+        problems=problems,
     )
 
 

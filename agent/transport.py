@@ -125,9 +125,9 @@ class KeyRing:
     """Private keys loaded once per sweep, by path."""
 
     def __init__(self) -> None:
-        self._keys: dict[str, list[asyncssh.SSHKeyPair]] = {}
+        self._keys: dict[str, Sequence[asyncssh.SSHKeyPair]] = {}
 
-    def load(self, path: str) -> list[asyncssh.SSHKeyPair]:
+    def load(self, path: str) -> Sequence[asyncssh.SSHKeyPair]:
         """The key pairs in ``path`` (and its ``-cert.pub``); raises :class:`KeyLoadError` in one line."""
         full = str(Path(path).expanduser())
         if full not in self._keys:
@@ -239,7 +239,7 @@ class SshTransport:
             kwargs = self._connect_kwargs(host)
             if tunnel is not None:
                 kwargs["tunnel"] = tunnel
-            return await asyncssh.connect(host.target, **kwargs)  # type: ignore[arg-type]
+            return await asyncssh.connect(host.target, **kwargs)
         except asyncssh.HostKeyNotVerifiable as exc:
             if self.options.accept_new_host_keys and retry_after_accept:
                 if await self._record_new_key(host, tunnel):

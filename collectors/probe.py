@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import time
+from typing import Any, Dict  # noqa: F401 - for the type comment (3.6 has no dict[str, Any])
 
 SCHEMA = "gpudiag.probe/1"
 
@@ -121,7 +122,7 @@ def cuda_version(smi, timeout_s):
 
 
 def collect(samples, interval_s, call_timeout_s):
-    doc = {
+    doc = {  # type: Dict[str, Any]
         "schema": SCHEMA,
         "collector": "python",
         "host": {"hostname": socket.gethostname(), "kernel": platform.release()},

@@ -257,17 +257,14 @@ def _no_gpu_table(groups: Sequence[tuple[str, HostBlock]], color: bool) -> Table
 
 
 def _index_ranges(indexes: Sequence[int]) -> str:
-    """[0, 1, 2, 5] → "0-2,5"."""
-    parts: list[str] = []
-    start = prev = indexes[0]
-    for i in list(indexes[1:]) + [None]:  # type: ignore[list-item]
-        if i is not None and i == prev + 1:
-            prev = i
-            continue
-        parts.append(str(start) if start == prev else f"{start}-{prev}")
-        if i is not None:
-            start = prev = i
-    return ",".join(parts)
+    """[0, 1, 2, 5] → "0-2,5" (sorted, distinct indexes)."""
+    runs: list[list[int]] = []
+    for i in indexes:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
 def _finding_lines(host: HostReport) -> tuple[tuple[Severity, str, str, str], ...]:

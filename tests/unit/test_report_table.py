@@ -324,3 +324,14 @@ def test_render_refuses_unknown_format_and_options():
         render(_basic_report(), "yaml")
     with pytest.raises(TypeError, match="indent"):
         render(_basic_report(), OutputFormat.JSON, indent=4)
+
+
+def test_same_finding_on_several_gpus_of_a_host_is_one_line():
+    findings = [finding(gpu=i, severity=Severity.WARNING, summary=f"reads 100% busy at {300 + i} W") for i in
+                (0, 1, 2, 3, 5)]
+    findings.append(finding(code="GPU_LOST", gpu=4, severity=Severity.CRITICAL, summary="GPU 4 is lost"))
+    report = sweep(host_report("gpu01", gpus=[gpu(index=i) for i in range(6)], findings=findings))
+    lines = [line for line in render(report, "table").splitlines() if "BUSY_LOW_POWER" in line or "GPU_LOST" in line]
+    assert len(lines) == 3  # two findings lines and the summary's count line
+    assert re.search(r"CRITICAL\s+GPU_LOST\s+gpu 4\s+GPU 4 is lost", lines[0])
+    assert re.search(r"WARNING\s+BUSY_LOW_POWER\s+gpu 0-3,5\s+5 GPUs; gpu 0 reads 100% busy at 300 W", lines[1])
