@@ -107,6 +107,8 @@ def sweep(
     interval: float = typer.Option(0.5, "--interval", min=0.0, max=60.0, help="Seconds between samples."),
     known_hosts: str | None = typer.Option(None, "--known-hosts", help="known_hosts file to trust "
                                               "(default: ~/.ssh/known_hosts and gpudiag's own)."),
+    ssh_config: Path | None = typer.Option(None, "--ssh-config", "-F", help="OpenSSH client config to read "
+                                           "instead of ~/.ssh/config (HostName, User, Port, IdentityFile...)."),
     accept_new_host_keys: bool = typer.Option(False, "--accept-new-host-keys", help="Record keys of hosts "
                                               "never seen before (never changed ones) in gpudiag's "
                                               "known_hosts, like StrictHostKeyChecking=accept-new."),
@@ -137,7 +139,7 @@ def sweep(
             report = _run_sweep(hosts, settings, samples=samples, interval=interval, timeout=timeout,
                                 concurrency=concurrency, connect_timeout=connect_timeout,
                                 login_timeout=login_timeout, known_hosts=known_hosts,
-                                accept_new=accept_new_host_keys)
+                                accept_new=accept_new_host_keys, ssh_config=ssh_config)
     except (InventoryError, KeyLoadError, SettingsError, CannotRun, ValueError) as exc:
         raise _fail(str(exc)) from None
     code = report.exit_code
@@ -151,7 +153,7 @@ def sweep(
 
 def _run_sweep(hosts: list[Host], settings: CheckSettings, *, samples: int, interval: float, timeout: float,
                concurrency: int, connect_timeout: float, login_timeout: float, known_hosts: str | None,
-               accept_new: bool) -> SweepReport:
+               accept_new: bool, ssh_config: Path | None = None) -> SweepReport:
     from agent.runner import SweepOptions
     from agent.runner import sweep as run_sweep
     from agent.transport import LocalTransport, SshOptions, SshTransport
@@ -160,6 +162,10 @@ def _run_sweep(hosts: list[Host], settings: CheckSettings, *, samples: int, inte
                          accept_new_host_keys=accept_new)
     if known_hosts:
         options.known_hosts = (known_hosts,)
+    if ssh_config is not None:
+        if not ssh_config.is_file():
+            raise CannotRun(f"{ssh_config}: no such SSH config file")
+        options.ssh_config = [str(ssh_config)]
     for host in hosts:  # a key that cannot be read is a configuration error: fail before any connection
         if host.identity_file:
             options.keyring.load(host.identity_file)

@@ -34,7 +34,7 @@ class SweepOptions:
     settings: CheckSettings = field(default_factory=CheckSettings)
 
 
-def _first_line(data: bytes) -> str:
+def _last_line(data: bytes) -> str:
     text = data.decode("utf-8", "replace").strip()
     return text.splitlines()[-1][:200] if text else ""
 
@@ -57,20 +57,24 @@ def interpret(host: Host, result: RemoteResult, options: SweepOptions) -> tuple[
             why = f"the node's output passed the {options.stdout_limit_bytes} byte bound and was cut"
         else:
             why = f"{exc}; exit {result.exit_status}"
-            if _first_line(result.stderr):
-                why += f", stderr: {_first_line(result.stderr)}"
+            if _last_line(result.stderr):
+                why += f", stderr: {_last_line(result.stderr)}"
         return HostStatus.ERROR, why, None
     return _status_of(readings), None, readings
 
 
-async def sweep_host(transport: Transport, host: Host, options: SweepOptions) -> HostReport:
+def collector_command(options: SweepOptions) -> RemoteCommand:
+    """The one command every host runs, built once per sweep (it carries the collector's source)."""
+    call = collector_call(samples=options.samples, interval_s=options.interval_s, deadline_s=options.deadline_s)
+    return RemoteCommand(command=call.command, stdin=call.stdin, deadline_s=options.deadline_s + DEADLINE_GRACE_S,
+                         stdout_limit_bytes=options.stdout_limit_bytes)
+
+
+async def sweep_host(transport: Transport, host: Host, options: SweepOptions,
+                     command: RemoteCommand | None = None) -> HostReport:
     """Collect one host and judge it; every failure becomes this host's status, never an exception."""
     started = time.monotonic()
-    call = collector_call(samples=options.samples, interval_s=options.interval_s,
-                          deadline_s=options.deadline_s)
-    command = RemoteCommand(command=call.command, stdin=call.stdin,
-                            deadline_s=options.deadline_s + DEADLINE_GRACE_S,
-                            stdout_limit_bytes=options.stdout_limit_bytes)
+    command = command or collector_command(options)
     readings: NodeReadings | None = None
     try:
         result = await transport.run(host, command)
@@ -91,10 +95,11 @@ async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptio
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()
     window = asyncio.Semaphore(max(1, options.concurrency))
+    command = collector_command(options)
 
     async def one(host: Host) -> HostReport:
         async with window:
-            return await sweep_host(transport, host, options)
+            return await sweep_host(transport, host, options, command)
 
     try:
         reports = await asyncio.gather(*(one(h) for h in hosts))

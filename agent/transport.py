@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, Union
 
 import asyncssh
 
@@ -75,7 +75,10 @@ class Transport(Protocol):
     async def close(self) -> None: ...
 
 
-async def _read_bounded(stream: asyncio.StreamReader | asyncssh.SSHReader[bytes], limit: int) -> tuple[bytes, bool]:
+_Stream = Union[asyncio.StreamReader, "asyncssh.SSHReader[bytes]"]
+
+
+async def _read_bounded(stream: _Stream, limit: int) -> tuple[bytes, bool]:
     """Read to EOF, keeping at most ``limit`` bytes; True when more came and was dropped."""
     kept = bytearray()
     while True:
@@ -88,6 +91,24 @@ async def _read_bounded(stream: asyncio.StreamReader | asyncssh.SSHReader[bytes]
             return bytes(kept), True
 
 
+async def _collect(stdout: _Stream, stderr: _Stream, limit: int,
+                   stop: Callable[[], object]) -> tuple[bytes, bytes, bool]:
+    """Read stdout (bounded) and stderr together. Past the bound, ``stop`` ends the flood at once: stderr
+    may stay open as long as the process lives, so it is not waited for beyond a moment."""
+    err_task = asyncio.ensure_future(_read_bounded(stderr, STDERR_LIMIT_BYTES))
+    try:
+        out, cut = await _read_bounded(stdout, limit)
+        if cut:
+            stop()
+        try:
+            err, _ = await asyncio.wait_for(asyncio.shield(err_task), 2.0 if cut else None)
+        except asyncio.TimeoutError:
+            err = b""
+        return out, err, cut
+    finally:
+        err_task.cancel()
+
+
 class LocalTransport:
     """Runs the command on this machine with ``sh -c``: the same collection, no SSH."""
 
@@ -96,26 +117,27 @@ class LocalTransport:
             "sh", "-c", command.command, stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
         assert proc.stdin and proc.stdout and proc.stderr
+
+        def kill_group() -> None:
+            try:
+                os.killpg(proc.pid, 9)  # the whole session: a hung nvidia-smi included
+            except ProcessLookupError:
+                pass
+
         try:
             proc.stdin.write(command.stdin)
             await proc.stdin.drain()
             proc.stdin.close()
-            (out, cut), (err, _) = await asyncio.wait_for(asyncio.gather(
-                _read_bounded(proc.stdout, command.stdout_limit_bytes),
-                _read_bounded(proc.stderr, STDERR_LIMIT_BYTES)), command.deadline_s)
-            if cut:
-                proc.kill()
+            out, err, cut = await asyncio.wait_for(
+                _collect(proc.stdout, proc.stderr, command.stdout_limit_bytes, kill_group), command.deadline_s)
             code = await asyncio.wait_for(proc.wait(), command.deadline_s)
         except asyncio.TimeoutError as exc:
             raise CommandTimeout(f"no answer within {command.deadline_s:.0f} s; the process was ended") from exc
         finally:
             if proc.returncode is None:
-                try:
-                    os.killpg(proc.pid, 9)
-                except ProcessLookupError:
-                    pass
+                kill_group()
                 await proc.wait()
-        return RemoteResult(exit_status=code, stdout=out, stderr=err, stdout_truncated=cut)
+        return RemoteResult(exit_status=None if cut else code, stdout=out, stderr=err, stdout_truncated=cut)
 
     async def close(self) -> None:
         return None
@@ -281,11 +303,10 @@ class SshTransport:
                 proc = await conn.create_process(command.command, encoding=None)
                 proc.stdin.write(command.stdin)
                 proc.stdin.write_eof()  # the node reads the collector, then sees its stdin closed
-                (out, cut), (err, _) = await asyncio.gather(
-                    _read_bounded(proc.stdout, command.stdout_limit_bytes),
-                    _read_bounded(proc.stderr, STDERR_LIMIT_BYTES))
+                # Past the bound the channel is closed: that stops the flood; the remote `timeout` ends
+                # whatever is left of the process.
+                out, err, cut = await _collect(proc.stdout, proc.stderr, command.stdout_limit_bytes, proc.close)
                 if cut:
-                    proc.close()  # stop the flood; the remote `timeout` ends what is left
                     return RemoteResult(exit_status=None, stdout=out, stderr=err, stdout_truncated=True)
                 done = await proc.wait()
                 return RemoteResult(exit_status=done.exit_status, stdout=out, stderr=err)
