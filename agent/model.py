@@ -119,7 +119,8 @@ class GpuReading:
     arch: str | None = None  # "Blackwell (RTX)"
     utilization_pct: float | None = None
     memory_utilization_pct: float | None = None
-    power_w: float | None = None
+    power_w: float | None = None  # median of the samples' power.draw
+    energy_power_w: float | None = None  # exact average over the window, from NVML's total-energy counter
     power_limit_w: float | None = None  # enforced.power.limit
     default_power_limit_w: float | None = None
     sm_clock_mhz: float | None = None
@@ -142,7 +143,8 @@ class GpuReading:
 class NodeReadings:
     """Everything one node told us, parsed from the collector's JSON document."""
 
-    source: str = "nvidia-smi"
+    source: str = "nvidia-smi"  # "nvml", "nvidia-smi" or "nvidia-smi (sh)": which path read the GPUs
+    nvml_unavailable: str | None = None  # why NVML was not used, when it was tried
     hostname: str | None = None
     kernel: str | None = None
     driver_version: str | None = None

@@ -52,15 +52,19 @@ def decode_reasons(mask: int | None) -> tuple[str, ...]:
     return tuple(names)
 
 
-def clean(value: str | None) -> str | None:
-    """One nvidia-smi value, or None when it is one of nvidia-smi's "no value" spellings."""
-    if value is None:
+def clean(value: object) -> str | None:
+    """One value as text, or None when it is one of nvidia-smi's "no value" spellings (or absent)."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return repr(value)  # NVML gives numbers
+    if not isinstance(value, str):
         return None
     value = value.strip()
     return None if value.lower() in _MISSING else value
 
 
-def to_float(value: str | None) -> float | None:
+def to_float(value: object) -> float | None:
     value = clean(value)
     if value is None:
         return None
@@ -70,7 +74,7 @@ def to_float(value: str | None) -> float | None:
         return None
 
 
-def to_int(value: str | None) -> int | None:
+def to_int(value: object) -> int | None:
     value = clean(value)
     if value is None:
         return None
@@ -118,7 +122,7 @@ def _median_int(values: Iterable[int | None]) -> int | None:
     return present[(len(present) - 1) // 2] if present else None  # the lower median stays a real reading
 
 
-def _sample(row: Mapping[str, str], t_s: float | None) -> GpuSample:
+def _sample(row: Mapping[str, object], t_s: float | None) -> GpuSample:
     return GpuSample(
         t_s=t_s,
         utilization_pct=to_float(row.get("utilization_gpu")),
@@ -133,13 +137,14 @@ def _sample(row: Mapping[str, str], t_s: float | None) -> GpuSample:
     )
 
 
-def _gpu(index: int, rows: Sequence[Mapping[str, str]], samples: Sequence[GpuSample]) -> GpuReading:
+def _gpu(index: int, rows: Sequence[Mapping[str, object]], samples: Sequence[GpuSample],
+         energy_power_w: float | None = None) -> GpuReading:
     last = rows[-1]
     cc = parse_compute_capability(clean(last.get("compute_cap")))
     mask = 0
     for s in samples:
         mask |= s.clock_event_reasons_mask or 0
-    lost = any(_GPU_IS_LOST in (v or "").lower() for row in rows for v in row.values())
+    lost = any(isinstance(v, str) and _GPU_IS_LOST in v.lower() for row in rows for v in row.values())
     return GpuReading(
         index=index,
         name=clean(last.get("name")),
@@ -151,6 +156,7 @@ def _gpu(index: int, rows: Sequence[Mapping[str, str]], samples: Sequence[GpuSam
         utilization_pct=_median(s.utilization_pct for s in samples),
         memory_utilization_pct=_median(s.memory_utilization_pct for s in samples),
         power_w=_median(s.power_w for s in samples),
+        energy_power_w=energy_power_w,
         power_limit_w=to_float(last.get("enforced_power_limit")),
         default_power_limit_w=to_float(last.get("default_power_limit")),
         sm_clock_mhz=_median(s.sm_clock_mhz for s in samples),
@@ -219,24 +225,27 @@ def parse_probe(doc: Mapping[str, Any], *, output_truncated: bool = False) -> No
     problems = tuple(str(p) for p in _items(doc.get("problems")))
     source = f"nvidia-smi ({_text(doc.get('collector')) or 'python'} collector)"
     hostname, kernel = _text(host.get("hostname")), _text(host.get("kernel"))
+    nvml_unavailable = _text(doc.get("nvml_unavailable"))
+    common: dict[str, Any] = {"hostname": hostname, "kernel": kernel, "output_truncated": output_truncated,
+                                  "problems": problems, "nvml_unavailable": nvml_unavailable}
+    if doc.get("source") == "nvml" and isinstance(doc.get("nvml"), dict):
+        return _parse_nvml(doc["nvml"], common)
     if smi.get("status") == "missing" or not smi:
-        return NodeReadings(source=source, hostname=hostname, kernel=kernel, output_truncated=output_truncated,
-                            smi_status=SmiStatus.MISSING,
+        return NodeReadings(source=source, smi_status=SmiStatus.MISSING,
                             smi_message="nvidia-smi is not installed (not on PATH nor in the usual places)",
-                            problems=problems)
+                            **common)
     fields = [(str(f[0]), str(f[1])) for f in _items(doc.get("fields")) if isinstance(f, list) and len(f) == 2]
     logical = [name for name, _ in fields]
     raw_samples = [s for s in _items(doc.get("samples")) if isinstance(s, dict)]
-    per_gpu_rows: dict[int, list[dict[str, str]]] = {}
+    per_gpu_rows: dict[int, list[dict[str, object]]] = {}
     per_gpu_samples: dict[int, list[GpuSample]] = {}
     lost_bus: dict[str, str] = {}
     messages: list[str] = []
     for raw in raw_samples:
         rows, other = _rows(str(raw.get("stdout", "")), len(logical))
-        t_raw = raw.get("t_s")
-        t_s = float(t_raw) if isinstance(t_raw, (int, float)) else None
+        t_s = _seconds(raw.get("t_s"))
         for cells in rows:
-            row = dict(zip(logical, cells, strict=False))
+            row: dict[str, object] = dict(zip(logical, cells, strict=True))
             index = to_int(row.get("index"))
             if index is None:
                 continue
@@ -255,12 +264,8 @@ def parse_probe(doc: Mapping[str, Any], *, output_truncated: bool = False) -> No
     driver = next((clean(rows[-1].get("driver_version")) for rows in per_gpu_rows.values()), None)
     lost_text = [f"GPU {bus}: {why}" for bus, why in lost_bus.items()]
     message = "; ".join(lost_text + messages)[:500] or None
-    times = [float(s["t_s"]) for s in raw_samples if isinstance(s.get("t_s"), (int, float))]
     return NodeReadings(
         source=source,
-        hostname=hostname,
-        kernel=kernel,
-        output_truncated=output_truncated,
         driver_version=driver,
         cuda_version=_text(doc.get("cuda_version")),
         smi_status=status,
@@ -268,8 +273,62 @@ def parse_probe(doc: Mapping[str, Any], *, output_truncated: bool = False) -> No
         smi_exit_code=code,
         gpus=tuple(gpus),
         sample_count=len(raw_samples),
-        window_s=max(times) - min(times) if len(times) > 1 else None,
-        problems=problems,
+        window_s=_window(raw_samples),
+        **common,
+    )
+
+
+def _seconds(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _window(samples: Sequence[Mapping[str, Any]]) -> float | None:
+    times = [t for t in (_seconds(s.get("t_s")) for s in samples) if t is not None]
+    return max(times) - min(times) if len(times) > 1 else None
+
+
+def _parse_nvml(nvml: Mapping[str, Any], common: Mapping[str, Any]) -> NodeReadings:
+    """The NVML reader's part of the document (see collectors/nvml.py) → readings, same units."""
+    statics = {to_int(g.get("index")): g for g in _items(nvml.get("gpus")) if isinstance(g, dict)}
+    raw_samples = [s for s in _items(nvml.get("samples")) if isinstance(s, dict)]
+    energy = {to_int(e.get("index")): e for e in _items(nvml.get("energy")) if isinstance(e, dict)}
+    rows: dict[int, list[dict[str, object]]] = {}
+    samples: dict[int, list[GpuSample]] = {}
+    lost: dict[int, str] = {i: str(g.get("error", "")) for i, g in statics.items() if i is not None and g.get("lost")}
+    for raw in raw_samples:
+        t_s = _seconds(raw.get("t_s"))
+        for row in (r for r in _items(raw.get("rows")) if isinstance(r, dict)):
+            index = to_int(row.get("index"))
+            if index is None:
+                continue
+            if row.get("lost"):
+                lost[index] = str(row.get("error", ""))
+                continue
+            merged = {**statics.get(index, {}), **row}
+            rows.setdefault(index, []).append(merged)
+            samples.setdefault(index, []).append(_sample(merged, t_s))
+    gpus = []
+    for index in sorted(set(rows) | set(lost)):
+        if index in rows and index not in lost:
+            e = energy.get(index, {})
+            window, mj = _seconds(e.get("window_s")), _seconds(e.get("energy_mj"))
+            average = round(mj / 1000.0 / window, 2) if window and mj is not None and mj >= 0 else None
+            gpus.append(_gpu(index, rows[index], samples[index], energy_power_w=average))
+        else:
+            static = statics.get(index, {})
+            gpus.append(GpuReading(index=index, name=_text(static.get("name")), uuid=_text(static.get("uuid")),
+                                   pci_bus_id=_text(static.get("pci_bus_id")), lost=True))
+    message = "; ".join(f"GPU {i}: {why}" for i, why in sorted(lost.items()))[:500] or None
+    return NodeReadings(
+        source="nvml",
+        driver_version=_text(nvml.get("driver_version")),
+        cuda_version=_text(nvml.get("cuda_version")),
+        smi_status=SmiStatus.OK if gpus else SmiStatus.NO_DEVICES,
+        smi_message=message,
+        gpus=tuple(gpus),
+        sample_count=len(raw_samples),
+        window_s=_window(raw_samples),
+        **common,
     )
 
 

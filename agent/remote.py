@@ -12,19 +12,20 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from collectors import fallback_source, probe_source
+from collectors import bundle, fallback_source
 from collectors.probe import FIELDS
 
 # Exit statuses of `timeout`: 124 after TERM at the deadline, 137 when the -k KILL was needed.
 TIMEOUT_EXIT_STATUSES = (124, 137)
 KILL_AFTER_S = 3
 
+# python3 reads the bundle (collector, configuration, NVML binding) on stdin. Without python3:
 # $1 = the shell collector, $2 samples, $3 interval, $4... the field table.
 _DISPATCH = (
-    'if command -v python3 >/dev/null 2>&1; then '
-    'exec python3 - --samples "$2" --interval "$3"; fi; '
+    'if command -v python3 >/dev/null 2>&1; then exec python3 -; fi; '
     'script=$1; shift; exec sh -c "$script" gpudiag "$@"'
 )
+SOURCES = ("auto", "nvidia-smi")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,11 +36,19 @@ class CollectorCall:
     stdin: bytes
 
 
-def collector_call(*, samples: int, interval_s: float, deadline_s: float) -> CollectorCall:
-    """Build the remote command that collects ``samples`` readings ``interval_s`` apart."""
+def collector_call(*, samples: int, interval_s: float, deadline_s: float, source: str = "auto") -> CollectorCall:
+    """Build the remote command that collects ``samples`` readings ``interval_s`` apart.
+
+    ``source``: "auto" reads through NVML where the node's driver lets the bundled binding load, else
+    nvidia-smi; "nvidia-smi" never sends the binding (a smaller bundle).
+    """
+    if source not in SOURCES:
+        raise ValueError(f"unknown source {source!r} (known: {', '.join(SOURCES)})")
     fields = [f"{logical}={'|'.join(names)}" for logical, names in FIELDS]
     args = [fallback_source(), str(samples), f"{interval_s:g}", *fields]
     command = " ".join(
         ["timeout", "-k", str(KILL_AFTER_S), f"{max(1, round(deadline_s))}", "sh", "-c", shlex.quote(_DISPATCH),
          "gpudiag", *(shlex.quote(a) for a in args)])
-    return CollectorCall(command=command, stdin=probe_source())
+    config = {"samples": samples, "interval_s": interval_s, "source": source,
+              "call_timeout_s": max(1.0, deadline_s)}
+    return CollectorCall(command=command, stdin=bundle(config, with_nvml=source != "nvidia-smi"))

@@ -31,6 +31,7 @@ class SweepOptions:
     deadline_s: float = 30.0
     concurrency: int = 64
     stdout_limit_bytes: int = 4 * 1024 * 1024
+    source: str = "auto"  # "auto" (NVML where it loads, else nvidia-smi) or "nvidia-smi"
     settings: CheckSettings = field(default_factory=CheckSettings)
 
 
@@ -65,7 +66,8 @@ def interpret(host: Host, result: RemoteResult, options: SweepOptions) -> tuple[
 
 def collector_command(options: SweepOptions) -> RemoteCommand:
     """The one command every host runs, built once per sweep (it carries the collector's source)."""
-    call = collector_call(samples=options.samples, interval_s=options.interval_s, deadline_s=options.deadline_s)
+    call = collector_call(samples=options.samples, interval_s=options.interval_s, deadline_s=options.deadline_s,
+                          source=options.source)
     return RemoteCommand(command=call.command, stdin=call.stdin, deadline_s=options.deadline_s + DEADLINE_GRACE_S,
                          stdout_limit_bytes=options.stdout_limit_bytes)
 

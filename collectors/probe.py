@@ -121,10 +121,11 @@ def cuda_version(smi, timeout_s):
     return match.group(1) if match else None
 
 
-def collect(samples, interval_s, call_timeout_s):
-    doc = {  # type: Dict[str, Any]
+def new_document():
+    return {  # type: Dict[str, Any]
         "schema": SCHEMA,
         "collector": "python",
+        "source": "nvidia-smi",
         "host": {"hostname": socket.gethostname(), "kernel": platform.release()},
         "nvidia_smi": None,
         "fields": [],
@@ -132,6 +133,11 @@ def collect(samples, interval_s, call_timeout_s):
         "cuda_version": None,
         "problems": [],
     }
+
+
+def collect(samples, interval_s, call_timeout_s, doc=None):
+    """Read the GPUs through nvidia-smi into ``doc`` (a new document when None)."""
+    doc = new_document() if doc is None else doc
     smi = find_nvidia_smi()
     if smi is None:
         doc["nvidia_smi"] = {"path": None, "status": "missing"}
@@ -162,17 +168,55 @@ def collect(samples, interval_s, call_timeout_s):
     return doc
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="gpudiag-probe")
-    parser.add_argument("--samples", type=int, default=5)
-    parser.add_argument("--interval", type=float, default=0.5)
-    parser.add_argument("--call-timeout", type=float, default=60.0)
-    args = parser.parse_args(argv)
-    doc = collect(max(1, args.samples), max(0.0, args.interval), args.call_timeout)
+def collect_nvml(doc, samples, interval_s):
+    """Read the GPUs through NVML into ``doc``; False (and the reason in the document) when NVML cannot
+    be used here, so the caller falls back to nvidia-smi."""
+    try:
+        import gpudiag_nvml
+        import pynvml  # the bundle carries it; a node's own copy is not needed
+    except ImportError as exc:
+        doc["nvml_unavailable"] = "the NVML binding did not travel with the collector (%s)" % exc
+        return False
+    except Exception as exc:  # a broken binding on the node must not stop the collection
+        doc["nvml_unavailable"] = "%s: %s" % (type(exc).__name__, exc)
+        return False
+    try:
+        doc["nvml"] = gpudiag_nvml.collect(pynvml, samples, interval_s)
+    except gpudiag_nvml.NvmlUnavailable as exc:
+        doc["nvml_unavailable"] = str(exc)
+        return False
+    doc["source"] = "nvml"
+    doc["cuda_version"] = doc["nvml"].get("cuda_version")
+    return True
+
+
+def main_with_config(config):
+    """Run the collection ``config`` asks for and print the document. Keys: samples, interval_s,
+    call_timeout_s, source ("auto": NVML where it loads, else nvidia-smi; "nvidia-smi": never NVML)."""
+    samples = max(1, int(config.get("samples", 5)))
+    interval_s = max(0.0, float(config.get("interval_s", 0.5)))
+    call_timeout_s = float(config.get("call_timeout_s", 60.0))
+    source = config.get("source", "auto")
+    doc = new_document()
+    if source == "nvidia-smi" or not collect_nvml(doc, samples, interval_s):
+        collect(samples, interval_s, call_timeout_s, doc)
     sys.stdout.write(json.dumps(doc, separators=(",", ":")))
     sys.stdout.write("\n")
     return 0
 
 
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="gpudiag-probe")
+    parser.add_argument("--samples", type=int, default=5)
+    parser.add_argument("--interval", type=float, default=0.5)
+    parser.add_argument("--call-timeout", type=float, default=60.0)
+    parser.add_argument("--source", choices=("auto", "nvidia-smi"), default="auto")
+    args = parser.parse_args(argv)
+    return main_with_config({"samples": args.samples, "interval_s": args.interval,
+                             "call_timeout_s": args.call_timeout, "source": args.source})
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    # In a bundle (collectors.bundle) the configuration travels as data in _CONFIG; alone, as arguments.
+    _bundled = globals().get("_CONFIG")
+    sys.exit(main_with_config(json.loads(_bundled)) if _bundled else main())

@@ -28,7 +28,13 @@ def busy_low_power(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Findin
     Not flagged when high memory utilization explains it (a bandwidth-bound kernel), or when a slowdown
     reason does (thermal, hardware slowdown, power brake: reported by their own checks).
     """
-    util, power, limit = gpu.utilization_pct, gpu.power_w, gpu.power_limit_w
+    util, limit = gpu.utilization_pct, gpu.power_limit_w
+    power: float | None
+    # The energy counter's average over the window is exact; instantaneous samples are the fallback.
+    if gpu.energy_power_w is not None:
+        power, power_source = gpu.energy_power_w, "average over the window from NVML's total-energy counter"
+    else:
+        power, power_source = gpu.power_w, f"median of {len(gpu.samples)} power.draw samples"
     if util is None or power is None or limit is None or limit <= 0 or gpu.lost:
         return ()  # this GPU cannot report it: not applicable
     share = _pct(power, limit)
@@ -54,7 +60,7 @@ def busy_low_power(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Findin
         "power_w": power,
         "power_limit_w": limit,
         "power_pct_of_limit": share,
-        "power_source": f"median of {len(gpu.samples)} power.draw samples",
+        "power_source": power_source,
         "sm_clock_mhz": gpu.sm_clock_mhz,
         "max_sm_clock_mhz": gpu.max_sm_clock_mhz,
         "samples": len(gpu.samples),

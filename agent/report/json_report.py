@@ -136,6 +136,7 @@ def _gpu_document(gpu: GpuReading) -> dict[str, Any]:
         "utilization_pct": gpu.utilization_pct,
         "memory_utilization_pct": gpu.memory_utilization_pct,
         "power_w": gpu.power_w,
+        "energy_power_w": gpu.energy_power_w,
         "power_limit_w": gpu.power_limit_w,
         "power_pct_of_limit": power_pct_of_limit(gpu),
         "default_power_limit_w": gpu.default_power_limit_w,
@@ -163,6 +164,7 @@ def _node_document(node: NodeReadings) -> dict[str, Any]:
         "driver_version": node.driver_version,
         "cuda_version": node.cuda_version,
         "source": node.source,
+        "nvml_unavailable": node.nvml_unavailable,
         "smi_status": node.smi_status.value,
         "smi_message": node.smi_message,
         "smi_exit_code": node.smi_exit_code,
@@ -262,6 +264,7 @@ def _gpu_from(doc: Mapping[str, Any]) -> GpuReading:
         utilization_pct=_float(doc.get("utilization_pct")),
         memory_utilization_pct=_float(doc.get("memory_utilization_pct")),
         power_w=_float(doc.get("power_w")),
+        energy_power_w=_float(doc.get("energy_power_w")),
         power_limit_w=_float(doc.get("power_limit_w")),
         default_power_limit_w=_float(doc.get("default_power_limit_w")),
         sm_clock_mhz=_float(doc.get("sm_clock_mhz")),
@@ -284,6 +287,7 @@ def _gpu_from(doc: Mapping[str, Any]) -> GpuReading:
 def _node_from(doc: Mapping[str, Any], gpus: tuple[GpuReading, ...]) -> NodeReadings:
     return NodeReadings(
         source=doc.get("source", "nvidia-smi"),
+        nvml_unavailable=doc.get("nvml_unavailable"),
         hostname=doc.get("hostname"),
         kernel=doc.get("kernel"),
         driver_version=doc.get("driver_version"),

@@ -156,3 +156,12 @@ def test_lost_gpu_and_ecc_are_critical() -> None:
                                                                        power_w=None))), S)
     assert [(f.code, f.gpu, f.severity) for f in found] == [("ECC_UNCORRECTED", 0, Severity.CRITICAL),
                                                             ("GPU_LOST", 1, Severity.CRITICAL)]
+
+
+def test_busy_low_power_prefers_the_energy_counter_average() -> None:
+    g = gpu(**{**CASE_STUDY, "power_w": 500.0, "energy_power_w": 330.0}, samples=[sample()] * 5)
+    (f,) = busy_low_power("h", g, S)
+    assert f.evidence["power_w"] == 330.0 and f.evidence["power_pct_of_limit"] == 55.0
+    assert f.evidence["power_source"] == "average over the window from NVML's total-energy counter"
+    # A spike in the instantaneous samples does not hide a starved GPU, and vice versa:
+    assert busy_low_power("h", gpu(**{**CASE_STUDY, "power_w": 300.0, "energy_power_w": 500.0}), S) == ()

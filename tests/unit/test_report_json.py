@@ -69,12 +69,14 @@ def test_host_node_gpu_sample_finding_keys():
 
     assert list(host) == ["host", "address", "status", "error", "duration_s", "node", "gpus", "findings"]
     assert list(host["node"]) == [
-        "hostname", "kernel", "driver_version", "cuda_version", "source", "smi_status", "smi_message",
+        "hostname", "kernel", "driver_version", "cuda_version", "source", "nvml_unavailable", "smi_status",
+        "smi_message",
         "smi_exit_code", "sample_count", "window_s", "output_truncated", "problems",
     ]  # fmt: skip
     assert list(host["gpus"][0]) == [
         "index", "name", "uuid", "pci_bus_id", "compute_capability", "sm", "arch", "utilization_pct",
-        "memory_utilization_pct", "power_w", "power_limit_w", "power_pct_of_limit", "default_power_limit_w",
+        "memory_utilization_pct", "power_w", "energy_power_w", "power_limit_w", "power_pct_of_limit",
+        "default_power_limit_w",
         "sm_clock_mhz", "max_sm_clock_mhz", "clock_event_reasons", "temperature_c", "pstate", "pcie_gen",
         "pcie_gen_max", "pcie_width", "pcie_width_max", "ecc_uncorrected", "memory_used_mib", "memory_total_mib",
         "lost", "samples",

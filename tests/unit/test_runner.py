@@ -125,7 +125,8 @@ def test_findings_come_with_the_report() -> None:
 def test_the_command_quotes_everything_and_bounds_time() -> None:
     call = collector_call(samples=5, interval_s=0.5, deadline_s=30)
     assert call.command.startswith("timeout -k 3 30 sh -c ")
-    assert call.stdin.startswith(b'"""gpudiag')
+    assert call.stdin.startswith(b"# gpudiag collector bundle")
+    assert b"def main_with_config(config):" in call.stdin
     import shlex
 
     argv = shlex.split(call.command)
