@@ -105,6 +105,8 @@ def sweep(
                                                                   "(seconds); the remote process is ended."),
     samples: int = typer.Option(5, "--samples", min=1, max=600, help="Samples per GPU."),
     interval: float = typer.Option(0.5, "--interval", min=0.0, max=60.0, help="Seconds between samples."),
+    source: str = typer.Option("auto", "--source", help="auto: NVML where the bundled binding loads on the "
+                               "node, else nvidia-smi; nvidia-smi: never NVML."),
     known_hosts: str | None = typer.Option(None, "--known-hosts", help="known_hosts file to trust "
                                               "(default: ~/.ssh/known_hosts and gpudiag's own)."),
     ssh_config: Path | None = typer.Option(None, "--ssh-config", "-F", help="OpenSSH client config to read "
@@ -139,7 +141,7 @@ def sweep(
             report = _run_sweep(hosts, settings, samples=samples, interval=interval, timeout=timeout,
                                 concurrency=concurrency, connect_timeout=connect_timeout,
                                 login_timeout=login_timeout, known_hosts=known_hosts,
-                                accept_new=accept_new_host_keys, ssh_config=ssh_config)
+                                accept_new=accept_new_host_keys, ssh_config=ssh_config, source=source)
     except (InventoryError, KeyLoadError, SettingsError, CannotRun, ValueError) as exc:
         raise _fail(str(exc)) from None
     code = report.exit_code
@@ -153,7 +155,7 @@ def sweep(
 
 def _run_sweep(hosts: list[Host], settings: CheckSettings, *, samples: int, interval: float, timeout: float,
                concurrency: int, connect_timeout: float, login_timeout: float, known_hosts: str | None,
-               accept_new: bool, ssh_config: Path | None = None) -> SweepReport:
+               accept_new: bool, ssh_config: Path | None = None, source: str = "auto") -> SweepReport:
     from agent.runner import SweepOptions
     from agent.runner import sweep as run_sweep
     from agent.transport import LocalTransport, SshOptions, SshTransport
@@ -170,8 +172,10 @@ def _run_sweep(hosts: list[Host], settings: CheckSettings, *, samples: int, inte
         if host.identity_file:
             options.keyring.load(host.identity_file)
     transport = _RoutingTransport(SshTransport(options), LocalTransport())
+    if source not in ("auto", "nvidia-smi"):
+        raise CannotRun(f"--source {source}: choose auto or nvidia-smi")
     sweep_options = SweepOptions(samples=samples, interval_s=interval, deadline_s=timeout,
-                                 concurrency=concurrency, settings=settings)
+                                 concurrency=concurrency, settings=settings, source=source)
     _raise_open_file_limit(concurrency)
     return asyncio.run(run_sweep(hosts, transport, sweep_options))
 
@@ -202,17 +206,29 @@ def local(
     samples: int = typer.Option(5, "--samples", min=1, max=600, help="Samples per GPU."),
     interval: float = typer.Option(0.5, "--interval", min=0.0, max=60.0, help="Seconds between samples."),
     timeout: float = typer.Option(30.0, "--timeout", min=1.0, help="Deadline for the collection (s)."),
+    source: str = typer.Option("auto", "--source", help="auto (NVML, else nvidia-smi) or nvidia-smi."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing when all is well (exit 0)."),
 ) -> None:
     """Read this machine's GPUs (no SSH), through the same checks and report."""
     from agent.checks import CheckSettings
-    from agent.model import Host
+    from agent.model import Host, SmiStatus
 
-    report = _run_sweep([Host(name="localhost")], CheckSettings(), samples=samples, interval=interval,
-                        timeout=timeout, concurrency=1, connect_timeout=10.0, login_timeout=15.0,
-                        known_hosts=None, accept_new=False)
+    try:
+        report = _run_sweep([Host(name="localhost")], CheckSettings(), samples=samples, interval=interval,
+                            timeout=timeout, concurrency=1, connect_timeout=10.0, login_timeout=15.0,
+                            known_hosts=None, accept_new=False, source=source)
+    except CannotRun as exc:
+        raise _fail(str(exc)) from None
     code = report.exit_code
-    if not (quiet and code == 0):
+    (host,) = report.hosts
+    no_gpu = host.readings is not None and host.readings.smi_status is SmiStatus.MISSING
+    if quiet and code == 0:
+        pass
+    elif no_gpu and fmt is OutputFormat.TABLE:
+        why = host.readings.nvml_unavailable if host.readings else None
+        typer.echo("gpudiag: no NVIDIA GPU can be read on this machine: nvidia-smi is not installed"
+                   + (f" and NVML does not load ({why})" if why else ""))
+    else:
         from agent.report import render
 
         typer.echo(render(report, fmt))

@@ -74,3 +74,14 @@ def test_local_without_a_gpu_says_so(tmp_path: Path) -> None:
     (host,) = json.loads(done.stdout)["hosts"]
     assert [f["code"] for f in host["findings"]] == ["NVIDIA_SMI_MISSING"]
     assert shutil.which("nvidia-smi", path=f"{tmp_path / 'bin'}:/usr/bin:/bin") is None
+
+
+@pytest.mark.skipif(any(os.path.exists(os.path.join(d, "nvidia-smi")) for d in ("/usr/bin", "/usr/local/bin",
+                                                                             "/usr/local/nvidia/bin")),
+                    reason="this machine has a real nvidia-smi")
+def test_local_without_a_gpu_says_so_in_one_line(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "agent.cli", "local", "--samples", "1"], capture_output=True,
+                          text=True, env={**os.environ, "PATH": "/usr/bin:/bin"}, cwd=REPO, timeout=60)
+    assert done.returncode == 1 and done.stderr == ""
+    assert done.stdout.count("\n") == 1
+    assert done.stdout.startswith("gpudiag: no NVIDIA GPU can be read on this machine: nvidia-smi is not installed")
