@@ -120,6 +120,8 @@ def sweep(
                                                   "share of the enforced limit that counts as low (60)."),
     bandwidth_pct: float | None = typer.Option(None, "--bandwidth-mem-util-pct", help="BUSY_LOW_POWER: "
                                                   "memory utilization meaning bandwidth-bound (60)."),
+    save_raw: Path | None = typer.Option(None, "--save-raw", help="Also keep each host's raw collector "
+                                         "document in this folder (<host>.json): captures for tests."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing when all is well (exit 0)."),
 ) -> None:
     """Sweep hosts over SSH, read their GPUs, and report what is wrong."""
@@ -141,7 +143,8 @@ def sweep(
             report = _run_sweep(hosts, settings, samples=samples, interval=interval, timeout=timeout,
                                 concurrency=concurrency, connect_timeout=connect_timeout,
                                 login_timeout=login_timeout, known_hosts=known_hosts,
-                                accept_new=accept_new_host_keys, ssh_config=ssh_config, source=source)
+                                accept_new=accept_new_host_keys, ssh_config=ssh_config, source=source,
+                                raw_dir=save_raw)
     except (InventoryError, KeyLoadError, SettingsError, CannotRun, ValueError) as exc:
         raise _fail(str(exc)) from None
     code = report.exit_code
@@ -155,7 +158,8 @@ def sweep(
 
 def _run_sweep(hosts: list[Host], settings: CheckSettings, *, samples: int, interval: float, timeout: float,
                concurrency: int, connect_timeout: float, login_timeout: float, known_hosts: str | None,
-               accept_new: bool, ssh_config: Path | None = None, source: str = "auto") -> SweepReport:
+               accept_new: bool, ssh_config: Path | None = None, source: str = "auto",
+               raw_dir: Path | None = None) -> SweepReport:
     from agent.runner import SweepOptions
     from agent.runner import sweep as run_sweep
     from agent.transport import LocalTransport, SshOptions, SshTransport
@@ -175,7 +179,7 @@ def _run_sweep(hosts: list[Host], settings: CheckSettings, *, samples: int, inte
     if source not in ("auto", "nvidia-smi"):
         raise CannotRun(f"--source {source}: choose auto or nvidia-smi")
     sweep_options = SweepOptions(samples=samples, interval_s=interval, deadline_s=timeout,
-                                 concurrency=concurrency, settings=settings, source=source)
+                                 concurrency=concurrency, settings=settings, source=source, raw_dir=raw_dir)
     _raise_open_file_limit(concurrency)
     return asyncio.run(run_sweep(hosts, transport, sweep_options))
 

@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 
 from agent.checks import CheckSettings, evaluate
 from agent.model import Host, HostReport, HostStatus, NodeReadings, RemoteResult, SweepReport
@@ -32,6 +33,7 @@ class SweepOptions:
     concurrency: int = 64
     stdout_limit_bytes: int = 4 * 1024 * 1024
     source: str = "auto"  # "auto" (NVML where it loads, else nvidia-smi) or "nvidia-smi"
+    raw_dir: Path | None = None  # keep each host's raw collector output here (<host>.json): captures, debugging
     settings: CheckSettings = field(default_factory=CheckSettings)
 
 
@@ -64,6 +66,13 @@ def interpret(host: Host, result: RemoteResult, options: SweepOptions) -> tuple[
     return _status_of(readings), None, readings
 
 
+def _save_raw(folder: Path, host: str, stdout: bytes) -> None:
+    """Write a host's raw output; the name is made safe for a file (a host name may hold '/' or '..')."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in host).lstrip(".") or "host"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{safe}.json").write_bytes(stdout)
+
+
 def collector_command(options: SweepOptions) -> RemoteCommand:
     """The one command every host runs, built once per sweep (it carries the collector's source)."""
     call = collector_call(samples=options.samples, interval_s=options.interval_s, deadline_s=options.deadline_s,
@@ -80,6 +89,8 @@ async def sweep_host(transport: Transport, host: Host, options: SweepOptions,
     readings: NodeReadings | None = None
     try:
         result = await transport.run(host, command)
+        if options.raw_dir is not None:
+            _save_raw(options.raw_dir, host.name, result.stdout)
         status, error, readings = interpret(host, result, options)
     except TransportError as exc:
         status, error = exc.status, str(exc)
