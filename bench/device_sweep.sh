@@ -41,27 +41,37 @@ SSH=("$R/usr/bin/ssh" -F /dev/null -p 2222 -i "$S/client_key" -o UserKnownHostsF
 nvidia-smi > "$CAP/nvidia-smi.txt"; nvidia-smi --help-query-gpu > "$CAP/help-query-gpu.txt"
 nvidia-smi -q > "$CAP/nvidia-smi-q.txt"
 
+command -v dcgmi > "$CAP/dcgm.txt" 2>&1 && timeout 20 dcgmi dmon -e 1002,1003,1004,1005 -c 3 >> "$CAP/dcgm.txt" 2>&1
+echo "dcgmi exit $?" >> "$CAP/dcgm.txt"
+
+SWEEP=(python3 -m agent.cli sweep 127.0.0.1 -p 2222 -u root --identity-file "$S/client_key" --known-hosts "$S/known_hosts")
 for w in $WORKLOADS; do
     echo "== $w"
     python3 bench/gpu_workloads.py "$w" & pid=$!
     sleep 6  # allocation, warm-up, clocks settle
     d="$CAP/$w"; mkdir -p "$d"
-    "${SSH[@]}" 'python3 - --samples 5 --interval 0.5' < collectors/probe.py > "$d/probe.json" 2> "$d/probe.err"
-    python3 -m agent.cli sweep 127.0.0.1 -p 2222 -u root --identity-file "$S/client_key" \
-        --known-hosts "$S/known_hosts" --format json > "$d/sweep.json"; echo "exit $?" > "$d/sweep.exit"
-    python3 -m agent.cli sweep 127.0.0.1 -p 2222 -u root --identity-file "$S/client_key" \
-        --known-hosts "$S/known_hosts" --samples 3 --interval 0.3 > "$d/sweep.txt"
-    python3 - "$d/sweep.json" <<'EOF'
+    # Each path, through gpudiag's own SSH transport, its raw document kept: NVML (auto) and nvidia-smi.
+    "${SWEEP[@]}" --format json --save-raw "$d/nvml" > "$d/sweep.json"; echo "exit $?" > "$d/sweep.exit"
+    "${SWEEP[@]}" --format json --source nvidia-smi --save-raw "$d/smi" > "$d/sweep_smi.json"
+    "${SWEEP[@]}" --samples 3 --interval 0.3 > "$d/sweep.txt"
+    case $w in spin|gemm)
+        python3 -m agent.cli local --samples 3 --interval 0.3 > "$d/local.txt"
+        GPUDIAG_PARITY_OUT="$d/parity.json" python3 -m pytest -q -p no:cacheprovider tests/gpu > "$d/pytest_gpu.txt" 2>&1
+        tail -3 "$d/pytest_gpu.txt";;
+    esac
+    python3 - "$d/sweep.json" "$d/sweep_smi.json" <<'EOF2'
 import json, sys
-doc = json.load(open(sys.argv[1]))
-for h in doc["hosts"]:
-    print(h["host"], h["status"], h["error"])
-    for g in h["gpus"]:
-        print(f"  util {g['utilization_pct']} mem {g['memory_utilization_pct']} power {g['power_w']}/"
-              f"{g['power_limit_w']} ({g['power_pct_of_limit']}%) sm {g['sm_clock_mhz']}/{g['max_sm_clock_mhz']}"
-              f" reasons {g['clock_event_reasons']}")
-    print("  findings", [f["code"] for f in h["findings"]], "exit", doc["summary"]["exit_code"])
-EOF
+for path in sys.argv[1:]:
+    doc = json.load(open(path))
+    for h in doc["hosts"]:
+        node = h["node"] or {}
+        print(path.rsplit("/", 1)[-1], h["status"], h["error"], "source", node.get("source"))
+        for g in h["gpus"]:
+            print(f"  util {g['utilization_pct']} mem {g['memory_utilization_pct']} power {g['power_w']} "
+                  f"energy {g['energy_power_w']} /{g['power_limit_w']} ({g['power_pct_of_limit']}%) "
+                  f"sm {g['sm_clock_mhz']}/{g['max_sm_clock_mhz']} reasons {g['clock_event_reasons']}")
+        print("  findings", [f["code"] for f in h["findings"]], "exit", doc["summary"]["exit_code"])
+EOF2
     kill $pid; wait $pid 2>/dev/null
 done
 kill "$(cat "$S/sshd.pid")"
