@@ -30,14 +30,17 @@ VERDICTS = {
 }
 
 
-def load(workload: str) -> dict[str, object]:
-    return json.loads((DATA / f"h200_580.159_{workload}" / "probe.json").read_text())
+def load(workload: str, source: str = "probe") -> dict[str, object]:
+    return json.loads((DATA / f"h200_580.159_{workload}" / f"{source}.json").read_text())
 
 
+@pytest.mark.parametrize("source", ["probe", "nvml"])
 @pytest.mark.parametrize("workload", sorted(VERDICTS))
-def test_recorded_workload_gets_its_verdict(workload: str) -> None:
+def test_recorded_workload_gets_its_verdict(workload: str, source: str) -> None:
+    """Both recordings of each workload - through nvidia-smi (probe.json) and through NVML (nvml.json)."""
     expected, why = VERDICTS[workload]
-    node = parse_probe(load(workload))
+    node = parse_probe(load(workload, source))
+    assert node.source == ("nvml" if source == "nvml" else "nvidia-smi (python collector)")
     assert [g.name for g in node.gpus] == ["NVIDIA H200"]
     assert node.driver_version == "580.159.04" and node.cuda_version == "13.0"
     found = evaluate("h200", HostStatus.OK, None, node, CheckSettings())
@@ -67,3 +70,23 @@ def test_gemm_runs_at_the_power_cap_with_sw_power_cap_reason() -> None:
     gpu = parse_probe(load("gemm")).gpus[0]
     assert "sw_power_cap" in gpu.clock_event_reasons
     assert gpu.power_w is not None and gpu.power_w > 0.9 * 700
+
+
+def test_nvml_recordings_carry_the_energy_average_and_the_verdict_uses_it() -> None:
+    node = parse_probe(load("spin", "nvml"))
+    gpu = node.gpus[0]
+    assert gpu.energy_power_w is not None and gpu.power_w is not None
+    assert abs(gpu.energy_power_w - gpu.power_w) < 5.0
+    (finding,) = evaluate("h200", HostStatus.OK, None, node, CheckSettings())
+    assert finding.evidence["power_w"] == gpu.energy_power_w
+    assert finding.evidence["power_source"] == "average over the window from NVML's total-energy counter"
+
+
+@pytest.mark.parametrize("workload", ["spin", "gemm"])
+def test_recorded_parity_of_nvml_and_nvidia_smi(workload: str) -> None:
+    """tests/gpu/test_parity.py's output on the H200: no field outside its tolerance."""
+    doc = json.loads((DATA / "h200_580.159_parity" / f"{workload}.json").read_text())
+    assert doc["problems"] == []
+    diffs = {f["field"]: f["diff"] for f in doc["fields"] if f["diff"] is not None}
+    assert diffs["utilization_pct"] == 0.0 and diffs["power_limit_w"] == 0.0
+    assert abs(diffs["power_w"]) < 1.0
