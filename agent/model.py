@@ -136,6 +136,11 @@ class GpuReading:
     memory_used_mib: float | None = None
     memory_total_mib: float | None = None
     lost: bool = False  # the driver answered for other GPUs but not this one
+    # DCGM profiling (dcgmi dmon fields 1002-1005), medians in percent; None where DCGM is not available.
+    sm_active_pct: float | None = None
+    sm_occupancy_pct: float | None = None
+    tensor_active_pct: float | None = None
+    dram_active_pct: float | None = None
     samples: tuple[GpuSample, ...] = ()
 
 
@@ -145,6 +150,7 @@ class NodeReadings:
 
     source: str = "nvidia-smi"  # "nvml", "nvidia-smi" or "nvidia-smi (sh)": which path read the GPUs
     nvml_unavailable: str | None = None  # why NVML was not used, when it was tried
+    dcgm_unavailable: str | None = None  # why there are no DCGM profiling readings, when they were tried
     hostname: str | None = None
     kernel: str | None = None
     driver_version: str | None = None

@@ -8,6 +8,7 @@ loaded, exit 6 that no devices were found (https://docs.nvidia.com/deploy/nvidia
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import re
 import statistics
@@ -332,6 +333,46 @@ def _parse_nvml(nvml: Mapping[str, Any], common: Mapping[str, Any]) -> NodeReadi
     )
 
 
+_DCGM_FIELDS = ("sm_active_pct", "sm_occupancy_pct", "tensor_active_pct", "dram_active_pct")
+
+
+def parse_dcgm(text: str) -> dict[int, dict[str, float]]:
+    """``dcgmi dmon -e 1002,1003,1004,1005`` text → per GPU index, the medians in percent.
+
+    Data lines read ``GPU 0  0.012  0.015  0.000  0.001`` (ratios 0-1); ``N/A`` is "not reported".
+    """
+    values: dict[int, dict[str, list[float]]] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) != 2 + len(_DCGM_FIELDS) or parts[0] != "GPU" or not parts[1].isdigit():
+            continue
+        per_gpu = values.setdefault(int(parts[1]), {})
+        for name, raw in zip(_DCGM_FIELDS, parts[2:], strict=True):
+            number = to_float(raw)
+            if number is not None:
+                per_gpu.setdefault(name, []).append(100.0 * number)
+    return {index: {name: round(statistics.median(v), 1) for name, v in fields.items()}
+            for index, fields in values.items()}
+
+
+def with_dcgm(node: NodeReadings, dcgm: Mapping[str, Any]) -> NodeReadings:
+    """``node`` with DCGM's profiling readings on its GPUs, or the reason there are none."""
+    if not dcgm:
+        return node
+    if not dcgm.get("available"):
+        return dataclasses.replace(node, dcgm_unavailable=_text(dcgm.get("why")) or "not available")
+    per_gpu = parse_dcgm(_text(dcgm.get("stdout")) or "")
+    def profiled(gpu: GpuReading) -> GpuReading:
+        found = per_gpu.get(gpu.index, {})
+        return dataclasses.replace(
+            gpu, sm_active_pct=found.get("sm_active_pct"), sm_occupancy_pct=found.get("sm_occupancy_pct"),
+            tensor_active_pct=found.get("tensor_active_pct"), dram_active_pct=found.get("dram_active_pct"))
+
+    gpus = tuple(profiled(g) for g in node.gpus)
+    return dataclasses.replace(node, gpus=gpus)
+
+
 def parse_probe_output(stdout: bytes, *, output_truncated: bool = False) -> NodeReadings:
     """Remote stdout → readings; raises :class:`ProbeFormatError` when it is not a probe document."""
-    return parse_probe(load_document(stdout), output_truncated=output_truncated)
+    doc = load_document(stdout)
+    return with_dcgm(parse_probe(doc, output_truncated=output_truncated), _mapping(doc.get("dcgm")))

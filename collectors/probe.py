@@ -190,6 +190,23 @@ def collect_nvml(doc, samples, interval_s):
     return True
 
 
+def _start_dcgm(doc, samples, interval_s, timeout_s):
+    """Read DCGM's profiling fields in a thread, over the same window as the GPU samples."""
+    try:
+        import gpudiag_dcgm
+    except ImportError:
+        return None  # running alone, not from a bundle
+    import threading
+
+    def run():
+        doc["dcgm"] = gpudiag_dcgm.collect(samples, interval_s, timeout_s)
+
+    thread = threading.Thread(target=run)
+    thread.daemon = True
+    thread.start()
+    return thread
+
+
 def main_with_config(config):
     """Run the collection ``config`` asks for and print the document. Keys: samples, interval_s,
     call_timeout_s, source ("auto": NVML where it loads, else nvidia-smi; "nvidia-smi": never NVML)."""
@@ -198,8 +215,11 @@ def main_with_config(config):
     call_timeout_s = float(config.get("call_timeout_s", 60.0))
     source = config.get("source", "auto")
     doc = new_document()
+    dcgm = _start_dcgm(doc, samples, interval_s, call_timeout_s) if config.get("dcgm", True) else None
     if source == "nvidia-smi" or not collect_nvml(doc, samples, interval_s):
         collect(samples, interval_s, call_timeout_s, doc)
+    if dcgm is not None:
+        dcgm.join()
     sys.stdout.write(json.dumps(doc, separators=(",", ":")))
     sys.stdout.write("\n")
     return 0

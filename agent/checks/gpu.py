@@ -67,6 +67,12 @@ def busy_low_power(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Findin
         "busy_utilization_pct": s.busy_utilization_pct,
         "low_power_pct": s.low_power_pct,
     }
+    if gpu.sm_active_pct is not None:  # DCGM says how much of the GPU is really working
+        evidence.update(sm_active_pct=gpu.sm_active_pct, sm_occupancy_pct=gpu.sm_occupancy_pct,
+                        tensor_active_pct=gpu.tensor_active_pct, dram_active_pct=gpu.dram_active_pct)
+        summary += f"; DCGM: {gpu.sm_active_pct:.0f}% of SM time active"
+    else:
+        evidence["sm_activity"] = "not available (no DCGM profiling on this node)"
     return (Finding(code="BUSY_LOW_POWER", severity=Severity.WARNING, host=host, gpu=gpu.index,
                     summary=summary, evidence=evidence),)
 

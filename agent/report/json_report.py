@@ -153,6 +153,10 @@ def _gpu_document(gpu: GpuReading) -> dict[str, Any]:
         "memory_used_mib": gpu.memory_used_mib,
         "memory_total_mib": gpu.memory_total_mib,
         "lost": gpu.lost,
+        "sm_active_pct": gpu.sm_active_pct,
+        "sm_occupancy_pct": gpu.sm_occupancy_pct,
+        "tensor_active_pct": gpu.tensor_active_pct,
+        "dram_active_pct": gpu.dram_active_pct,
         "samples": [_sample_document(s) for s in gpu.samples],
     }
 
@@ -165,6 +169,7 @@ def _node_document(node: NodeReadings) -> dict[str, Any]:
         "cuda_version": node.cuda_version,
         "source": node.source,
         "nvml_unavailable": node.nvml_unavailable,
+        "dcgm_unavailable": node.dcgm_unavailable,
         "smi_status": node.smi_status.value,
         "smi_message": node.smi_message,
         "smi_exit_code": node.smi_exit_code,
@@ -280,6 +285,10 @@ def _gpu_from(doc: Mapping[str, Any]) -> GpuReading:
         memory_used_mib=_float(doc.get("memory_used_mib")),
         memory_total_mib=_float(doc.get("memory_total_mib")),
         lost=bool(doc.get("lost", False)),
+        sm_active_pct=_float(doc.get("sm_active_pct")),
+        sm_occupancy_pct=_float(doc.get("sm_occupancy_pct")),
+        tensor_active_pct=_float(doc.get("tensor_active_pct")),
+        dram_active_pct=_float(doc.get("dram_active_pct")),
         samples=tuple(_sample_from(s) for s in doc.get("samples") or ()),
     )
 
@@ -288,6 +297,7 @@ def _node_from(doc: Mapping[str, Any], gpus: tuple[GpuReading, ...]) -> NodeRead
     return NodeReadings(
         source=doc.get("source", "nvidia-smi"),
         nvml_unavailable=doc.get("nvml_unavailable"),
+        dcgm_unavailable=doc.get("dcgm_unavailable"),
         hostname=doc.get("hostname"),
         kernel=doc.get("kernel"),
         driver_version=doc.get("driver_version"),

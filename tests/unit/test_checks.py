@@ -40,7 +40,7 @@ def test_case_study_gpu_is_flagged_with_full_evidence() -> None:
                   "power_limit_w": 600.0, "power_pct_of_limit": 55.0,
                   "power_source": "median of 5 power.draw samples", "sm_clock_mhz": 2400.0,
                   "max_sm_clock_mhz": 2430.0, "samples": 5, "busy_utilization_pct": 90.0,
-                  "low_power_pct": 60.0}),)
+                  "low_power_pct": 60.0, "sm_activity": "not available (no DCGM profiling on this node)"}),)
 
 
 @pytest.mark.parametrize("why, overrides, flagged", [
@@ -165,3 +165,11 @@ def test_busy_low_power_prefers_the_energy_counter_average() -> None:
     assert f.evidence["power_source"] == "average over the window from NVML's total-energy counter"
     # A spike in the instantaneous samples does not hide a starved GPU, and vice versa:
     assert busy_low_power("h", gpu(**{**CASE_STUDY, "power_w": 300.0, "energy_power_w": 500.0}), S) == ()
+
+
+def test_dcgm_profiling_joins_the_evidence_when_there_is_some() -> None:
+    g = gpu(**CASE_STUDY, sm_active_pct=4.0, sm_occupancy_pct=2.5, tensor_active_pct=0.0, dram_active_pct=7.0)
+    (f,) = busy_low_power("h", g, S)
+    assert (f.evidence["sm_active_pct"], f.evidence["dram_active_pct"]) == (4.0, 7.0)
+    assert "sm_activity" not in f.evidence
+    assert f.summary.endswith("; DCGM: 4% of SM time active")

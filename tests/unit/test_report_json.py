@@ -69,7 +69,8 @@ def test_host_node_gpu_sample_finding_keys():
 
     assert list(host) == ["host", "address", "status", "error", "duration_s", "node", "gpus", "findings"]
     assert list(host["node"]) == [
-        "hostname", "kernel", "driver_version", "cuda_version", "source", "nvml_unavailable", "smi_status",
+        "hostname", "kernel", "driver_version", "cuda_version", "source", "nvml_unavailable", "dcgm_unavailable",
+        "smi_status",
         "smi_message",
         "smi_exit_code", "sample_count", "window_s", "output_truncated", "problems",
     ]  # fmt: skip
@@ -79,7 +80,7 @@ def test_host_node_gpu_sample_finding_keys():
         "default_power_limit_w",
         "sm_clock_mhz", "max_sm_clock_mhz", "clock_event_reasons", "temperature_c", "pstate", "pcie_gen",
         "pcie_gen_max", "pcie_width", "pcie_width_max", "ecc_uncorrected", "memory_used_mib", "memory_total_mib",
-        "lost", "samples",
+        "lost", "sm_active_pct", "sm_occupancy_pct", "tensor_active_pct", "dram_active_pct", "samples",
     ]  # fmt: skip
     assert list(host["findings"][0]) == ["code", "severity", "host", "gpu", "summary", "evidence"]
 
