@@ -120,6 +120,8 @@ def sweep(
                                                   "share of the enforced limit that counts as low (60)."),
     bandwidth_pct: float | None = typer.Option(None, "--bandwidth-mem-util-pct", help="BUSY_LOW_POWER: "
                                                   "memory utilization meaning bandwidth-bound (60)."),
+    shard: str | None = typer.Option(None, "--shard", help="Sweep only shard I of N (e.g. 1/4): a stable "
+                                     "split by host name, for several controllers; merge with gpudiag merge."),
     save_raw: Path | None = typer.Option(None, "--save-raw", help="Also keep each host's raw collector "
                                          "document in this folder (<host>.json): captures for tests."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing when all is well (exit 0)."),
@@ -135,7 +137,11 @@ def sweep(
         else:
             hosts, overrides = _select_hosts(targets or [], inventory, user, port, identity_file, limit,
                                              exclude, local)
-            if not hosts:
+            if shard is not None:
+                from agent.shard import parse_shard, select_shard
+
+                hosts = list(select_shard(hosts, *parse_shard(shard)))
+            if not hosts and shard is None:
                 raise CannotRun("no hosts to sweep: give targets, -i INVENTORY, --local or --demo")
             settings = _settings(overrides, {"busy_utilization_pct": busy_utilization_pct,
                                              "low_power_pct": low_power_pct,
@@ -262,6 +268,36 @@ def inventory_cmd(
     from agent.report.inventory_table import render_inventory
 
     typer.echo(render_inventory(rows), nl=False)
+
+
+@app.command()
+def merge(
+    reports: list[Path] = typer.Argument(..., help="JSON reports of gpudiag sweep --format json (shards)."),
+    fmt: OutputFormat = typer.Option(OutputFormat.TABLE, "--format", "-f", help="table or json."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing when all is well (exit 0)."),
+) -> None:
+    """Merge the JSON reports of several sweeps (e.g. --shard 1/4 ... 4/4) into one report."""
+    import json
+
+    from agent.report.json_report import from_document
+    from agent.shard import ShardError
+    from agent.shard import merge as merge_reports
+
+    loaded = []
+    for path in reports:
+        try:
+            loaded.append((str(path), from_document(json.loads(path.read_text()))))
+        except (OSError, ValueError) as exc:
+            raise _fail(f"{path}: {exc}") from None
+    try:
+        report = merge_reports(loaded)
+    except ShardError as exc:
+        raise _fail(str(exc)) from None
+    if not (quiet and report.exit_code == 0):
+        from agent.report import render
+
+        typer.echo(render(report, fmt))
+    raise typer.Exit(report.exit_code)
 
 
 def _click_classes(name: str) -> tuple[type[BaseException], ...]:
