@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -20,6 +20,7 @@ from agent.report import OutputFormat
 if TYPE_CHECKING:  # the CLI imports the heavy layers lazily, so `gpudiag --help` starts fast
     from agent.checks import CheckSettings
     from agent.model import Host, RemoteResult, SweepReport
+    from agent.runner import SweepOptions
     from agent.transport import RemoteCommand, Transport
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -162,16 +163,16 @@ def sweep(
     raise typer.Exit(code)
 
 
-def _run_sweep(hosts: list[Host], settings: CheckSettings, *, samples: int, interval: float, timeout: float,
-               concurrency: int, connect_timeout: float, login_timeout: float, known_hosts: str | None,
-               accept_new: bool, ssh_config: Path | None = None, source: str = "auto",
-               raw_dir: Path | None = None) -> SweepReport:
+def _prepare(hosts: list[Host], settings: CheckSettings, *, samples: int, interval: float, timeout: float,
+             concurrency: int, connect_timeout: float, login_timeout: float, known_hosts: str | None,
+             accept_new: bool, ssh_config: Path | None = None, source: str = "auto",
+             raw_dir: Path | None = None, keep_connections: bool = False) -> tuple[Transport, SweepOptions]:
+    """The transport and sweep options the flags ask for; configuration errors raise before any connection."""
     from agent.runner import SweepOptions
-    from agent.runner import sweep as run_sweep
     from agent.transport import LocalTransport, SshOptions, SshTransport
 
     options = SshOptions(connect_timeout_s=connect_timeout, login_timeout_s=login_timeout,
-                         accept_new_host_keys=accept_new)
+                         accept_new_host_keys=accept_new, keep_connections=keep_connections)
     if known_hosts:
         options.known_hosts = (known_hosts,)
     if ssh_config is not None:
@@ -181,12 +182,18 @@ def _run_sweep(hosts: list[Host], settings: CheckSettings, *, samples: int, inte
     for host in hosts:  # a key that cannot be read is a configuration error: fail before any connection
         if host.identity_file:
             options.keyring.load(host.identity_file)
-    transport = _RoutingTransport(SshTransport(options), LocalTransport())
     if source not in ("auto", "nvidia-smi"):
         raise CannotRun(f"--source {source}: choose auto or nvidia-smi")
+    _raise_open_file_limit(concurrency)
     sweep_options = SweepOptions(samples=samples, interval_s=interval, deadline_s=timeout,
                                  concurrency=concurrency, settings=settings, source=source, raw_dir=raw_dir)
-    _raise_open_file_limit(concurrency)
+    return _RoutingTransport(SshTransport(options), LocalTransport()), sweep_options
+
+
+def _run_sweep(hosts: list[Host], settings: CheckSettings, **flags: Any) -> SweepReport:
+    from agent.runner import sweep as run_sweep
+
+    transport, sweep_options = _prepare(hosts, settings, **flags)
     return asyncio.run(run_sweep(hosts, transport, sweep_options))
 
 
@@ -268,6 +275,65 @@ def inventory_cmd(
     from agent.report.inventory_table import render_inventory
 
     typer.echo(render_inventory(rows), nl=False)
+
+
+@app.command()
+def watch(
+    targets: list[str] = typer.Argument(None, help="Hosts or patterns, as for sweep."),
+    inventory: Path | None = typer.Option(None, "--inventory", "-i", help="Inventory YAML file."),
+    user: str | None = typer.Option(None, "--user", "-u", help="SSH user for the targets."),
+    port: int | None = typer.Option(None, "--port", "-p", help="SSH port for the targets."),
+    identity_file: str | None = typer.Option(None, "--identity-file", help="Private key (loaded once)."),
+    limit: list[str] = typer.Option([], "--limit", help="Only these groups or host patterns (repeatable)."),
+    exclude: list[str] = typer.Option([], "--exclude", help="Leave out these host patterns (repeatable)."),
+    every: float = typer.Option(5.0, "--every", min=0.0, help="Seconds from one refresh to the next."),
+    count: int = typer.Option(0, "--count", min=0, help="Stop after this many refreshes (0: until Ctrl-C)."),
+    samples: int = typer.Option(2, "--samples", min=1, max=600, help="Samples per GPU per refresh."),
+    interval: float = typer.Option(0.5, "--interval", min=0.0, max=60.0, help="Seconds between samples."),
+    concurrency: int = typer.Option(64, "--concurrency", min=1, help="Hosts in flight at once."),
+    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.1, help="Seconds to connect."),
+    timeout: float = typer.Option(30.0, "--timeout", min=1.0, help="Per-host deadline per refresh (s)."),
+    known_hosts: str | None = typer.Option(None, "--known-hosts", help="known_hosts file to trust."),
+    ssh_config: Path | None = typer.Option(None, "--ssh-config", "-F", help="OpenSSH client config to read."),
+    plain: bool = typer.Option(False, "--plain", help="Print each refresh below the last (no redraw)."),
+) -> None:
+    """Keep one connection per host and refresh a live view: bars, findings as they appear and clear."""
+    from agent.inventory import InventoryError
+    from agent.report.live import LiveScreen, render_watch
+    from agent.transport import KeyLoadError
+    from agent.watch import watch as run_watch
+
+    try:
+        hosts, overrides = _select_hosts(targets or [], inventory, user, port, identity_file, limit, exclude, False)
+        if not hosts:
+            raise CannotRun("no hosts to watch: give targets or -i INVENTORY")
+        settings = _settings(overrides, {})
+        transport, options = _prepare(hosts, settings, samples=samples, interval=interval, timeout=timeout,
+                                      concurrency=concurrency, connect_timeout=connect_timeout, login_timeout=15.0,
+                                      known_hosts=known_hosts, accept_new=False, ssh_config=ssh_config,
+                                      keep_connections=True)
+    except (InventoryError, KeyLoadError, CannotRun, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    live = sys.stdout.isatty() and not plain
+    screen = LiveScreen() if live else None
+
+    def show(refresh: int, report: SweepReport, change: Any) -> None:
+        text = render_watch(refresh, count, report, appeared=change.appeared, cleared=change.cleared, color=live)
+        if screen is not None:
+            screen.show(text)
+        else:
+            typer.echo(text)
+
+    try:
+        if screen is not None:
+            with screen:
+                last = asyncio.run(run_watch(hosts, transport, options, every_s=every, count=count, on_refresh=show))
+        else:
+            last = asyncio.run(run_watch(hosts, transport, options, every_s=every, count=count, on_refresh=show))
+    except KeyboardInterrupt:
+        typer.echo("gpudiag: watch stopped", err=True)
+        raise typer.Exit(130) from None
+    raise typer.Exit(last.exit_code if last else 0)
 
 
 @app.command()

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from agent.checks import CheckSettings, evaluate
+from agent.logs.plan import NO_LOGS, LogOptions, LogPlan, build_plans
 from agent.model import Host, HostReport, HostStatus, NodeReadings, RemoteResult, SweepReport
 from agent.parse import ProbeFormatError, parse_probe_output
 from agent.remote import TIMEOUT_EXIT_STATUSES, collector_call
@@ -34,6 +35,9 @@ class SweepOptions:
     stdout_limit_bytes: int = 4 * 1024 * 1024
     source: str = "auto"  # "auto" (NVML where it loads, else nvidia-smi) or "nvidia-smi"
     raw_dir: Path | None = None  # keep each host's raw collector output here (<host>.json): captures, debugging
+    logs: LogOptions = field(default_factory=LogOptions)  # --log, --pack: added to every host's inventory logs
+    context: bool = True  # read the GPU topology and whether the node is a VM
+    gpus: bool = True  # False: read no GPU (a log search)
     settings: CheckSettings = field(default_factory=CheckSettings)
 
 
@@ -47,14 +51,14 @@ def _status_of(readings: NodeReadings) -> HostStatus:
     return HostStatus.PARTIAL if incomplete else HostStatus.OK
 
 
-def interpret(host: Host, result: RemoteResult, options: SweepOptions) -> tuple[HostStatus, str | None,
-                                                                                 NodeReadings | None]:
-    """A finished remote run → (status, error sentence, readings)."""
+def interpret(host: Host, result: RemoteResult, options: SweepOptions,
+              plan: LogPlan | None = None) -> tuple[HostStatus, str | None, NodeReadings | None]:
+    """A finished remote run → (status, error sentence, readings); ``plan``: the host's logs, to read them."""
     if result.exit_status in TIMEOUT_EXIT_STATUSES:
         return (HostStatus.TIMEOUT, f"the collector did not finish within {options.deadline_s:.0f} s "
                 f"(nvidia-smi may be hung); the remote process was ended", None)
     try:
-        readings = parse_probe_output(result.stdout, output_truncated=result.stdout_truncated)
+        readings = parse_probe_output(result.stdout, output_truncated=result.stdout_truncated, log_plan=plan)
     except ProbeFormatError as exc:
         if result.stdout_truncated:
             why = f"the node's output passed the {options.stdout_limit_bytes} byte bound and was cut"
@@ -73,50 +77,66 @@ def _save_raw(folder: Path, host: str, stdout: bytes) -> None:
     (folder / f"{safe}.json").write_bytes(stdout)
 
 
-def collector_command(options: SweepOptions) -> RemoteCommand:
-    """The one command every host runs, built once per sweep (it carries the collector's source)."""
+def collector_command(options: SweepOptions, plan: LogPlan = NO_LOGS) -> RemoteCommand:
+    """The command hosts with log plan ``plan`` run, built once per distinct plan in a sweep (it carries the
+    collector's source, and the logs to scan as data)."""
     call = collector_call(samples=options.samples, interval_s=options.interval_s, deadline_s=options.deadline_s,
-                          source=options.source)
+                          source=options.source, logs=plan.node_config(), context=options.context,
+                          gpus=options.gpus)
     return RemoteCommand(command=call.command, stdin=call.stdin, deadline_s=options.deadline_s + DEADLINE_GRACE_S,
                          stdout_limit_bytes=options.stdout_limit_bytes)
 
 
 async def sweep_host(transport: Transport, host: Host, options: SweepOptions,
-                     command: RemoteCommand | None = None) -> HostReport:
-    """Collect one host and judge it; every failure becomes this host's status, never an exception."""
+                     command: RemoteCommand | None = None, plan: LogPlan | None = None) -> HostReport:
+    """Collect one host and judge it; every failure becomes this host's status, never an exception.
+
+    ``plan`` is the host's log plan (built from ``host.logs`` and ``options.logs`` when not given; a broken
+    log configuration raises :class:`~agent.logs.LogConfigError` before anything connects)."""
     started = time.monotonic()
-    command = command or collector_command(options)
+    if plan is None:
+        plan = build_plans([host], options.logs)[host.name]
+    command = command or collector_command(options, plan)
     readings: NodeReadings | None = None
     try:
         result = await transport.run(host, command)
         if options.raw_dir is not None:
             _save_raw(options.raw_dir, host.name, result.stdout)
-        status, error, readings = interpret(host, result, options)
+        status, error, readings = interpret(host, result, options, plan)
     except TransportError as exc:
         status, error = exc.status, str(exc)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - the one place a host's failure becomes data
         status, error = HostStatus.ERROR, f"unexpected {type(exc).__name__}: {exc}"
-    findings = evaluate(host.name, status, error, readings, options.settings)
+    findings = evaluate(host.name, status, error, readings, options.settings, plan)
     return HostReport(host=host.name, address=host.address, status=status, error=error, readings=readings,
                       findings=findings, duration_s=round(time.monotonic() - started, 3))
 
 
-async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptions) -> SweepReport:
-    """Sweep ``hosts`` with at most ``options.concurrency`` in flight; reports keep the hosts' order."""
+async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptions, *,
+                close_transport: bool = True) -> SweepReport:
+    """Sweep ``hosts`` with at most ``options.concurrency`` in flight; reports keep the hosts' order.
+
+    ``close_transport=False`` leaves its connections open for the next sweep (watch mode)."""
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()
     window = asyncio.Semaphore(max(1, options.concurrency))
-    command = collector_command(options)
+    plans = build_plans(hosts, options.logs)  # a broken log configuration fails here, before any connection
+    commands: dict[str, RemoteCommand] = {}
+    for plan in plans.values():  # one command per distinct log configuration, not per host
+        if plan.key not in commands:
+            commands[plan.key] = collector_command(options, plan)
 
     async def one(host: Host) -> HostReport:
+        plan = plans[host.name]
         async with window:
-            return await sweep_host(transport, host, options, command)
+            return await sweep_host(transport, host, options, commands[plan.key], plan)
 
     try:
         reports = await asyncio.gather(*(one(h) for h in hosts))
     finally:
-        await transport.close()
+        if close_transport:
+            await transport.close()
     return SweepReport(started_at=started_at, duration_s=round(time.monotonic() - started, 3),
                        hosts=tuple(reports))

@@ -170,6 +170,7 @@ class SshOptions:
     gpudiag_known_hosts: str = DEFAULT_GPUDIAG_KNOWN_HOSTS  # where --accept-new-host-keys records keys
     accept_new_host_keys: bool = False
     ssh_config: Sequence[str] | None = None  # None: asyncssh's default (~/.ssh/config)
+    keep_connections: bool = False  # watch mode: one connection per host, reused by every refresh
     keyring: KeyRing = field(default_factory=KeyRing)
 
 
@@ -193,6 +194,7 @@ class SshTransport:
         # One connection per bastion for the whole sweep: every target behind it is tunnelled through it
         # (a bastion's sshd allows only ~10 unauthenticated connections at a time: MaxStartups).
         self._bastions: dict[Host, asyncio.Task[asyncssh.SSHClientConnection]] = {}
+        self._open: dict[Host, asyncssh.SSHClientConnection] = {}  # keep_connections only
 
     # -- host keys -------------------------------------------------------------------------------
     def _known_files(self, host: Host) -> tuple[str, ...]:
@@ -248,6 +250,10 @@ class SshTransport:
 
     async def _bastion(self, target: Host) -> asyncssh.SSHClientConnection:
         bastion = bastion_for(target)
+        task = self._bastions.get(bastion)
+        if (self.options.keep_connections and task is not None and task.done()
+                and (task.cancelled() or task.exception() is not None or task.result().is_closed())):
+            del self._bastions[bastion]  # watch mode: a dropped or failed bastion is tried again
         if bastion not in self._bastions:
             self._bastions[bastion] = asyncio.ensure_future(self._connect(bastion, None))
         try:
@@ -289,12 +295,21 @@ class SshTransport:
                                 f"{exc.strerror or exc}") from exc
 
     async def run(self, host: Host, command: RemoteCommand) -> RemoteResult:
-        tunnel = await self._bastion(host) if host.jump else None
-        conn = await self._connect(host, tunnel)
+        if not self.options.keep_connections:
+            conn = await self._connect(host, await self._bastion(host) if host.jump else None)
+            try:
+                return await self._exec(conn, command)
+            finally:
+                conn.close()
+        kept = self._open.get(host)
+        if kept is None or kept.is_closed():
+            kept = self._open[host] = await self._connect(host, await self._bastion(host) if host.jump else None)
         try:
-            return await self._exec(conn, command)
-        finally:
-            conn.close()
+            return await self._exec(kept, command)
+        except ConnectionLost:
+            del self._open[host]  # reconnect on the next run
+            kept.close()
+            raise
 
     async def _exec(self, conn: asyncssh.SSHClientConnection, command: RemoteCommand) -> RemoteResult:
         try:
@@ -319,11 +334,15 @@ class SshTransport:
             raise ConnectionLost(f"the connection dropped during the command: {exc}") from exc
 
     async def close(self) -> None:
+        for conn in self._open.values():
+            conn.close()
+        self._open.clear()
         for task in self._bastions.values():
             if task.done() and not task.cancelled() and task.exception() is None:
                 task.result().close()
             elif not task.done():
                 task.cancel()
+        self._bastions.clear()
 
 
 class _Deadline:
