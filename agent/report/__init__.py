@@ -10,8 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.model import SweepReport
-from agent.report.json_report import render_json
-from agent.report.table import render_table
 
 __all__ = ["OutputFormat", "render"]
 
@@ -29,14 +27,22 @@ _PRESENTATION_OPTIONS = frozenset({"width", "color"})
 
 
 def _render_json(report: SweepReport, **options: Any) -> str:
+    from agent.report.json_report import render_json  # imported on use: the CLI starts without it
+
     unknown = sorted(set(options) - _PRESENTATION_OPTIONS)
     if unknown:
         raise TypeError(f"the json format takes no option {', '.join(unknown)}")
     return render_json(report)
 
 
+def _render_table(report: SweepReport, **options: Any) -> str:
+    from agent.report.table import render_table  # rich is imported only when a table is drawn
+
+    return render_table(report, **options)
+
+
 _RENDERERS: dict[OutputFormat, Callable[..., str]] = {
-    OutputFormat.TABLE: render_table,
+    OutputFormat.TABLE: _render_table,
     OutputFormat.JSON: _render_json,
 }
 
