@@ -64,6 +64,7 @@ class SmiStatus(str, enum.Enum):
     DRIVER_ERROR = "driver_error"  # exit 9: could not talk to the driver
     NO_DEVICES = "no_devices"  # exit 6: "No devices were found"
     FAILED = "failed"  # any other non-zero exit with no usable rows
+    SKIPPED = "skipped"  # not asked: a log search reads no GPU
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,6 +145,164 @@ class GpuReading:
     samples: tuple[GpuSample, ...] = ()
 
 
+class LogStatus(str, enum.Enum):
+    """Whether a log could be read on the node."""
+
+    OK = "ok"
+    MISSING = "missing"  # no such file
+    UNREADABLE = "unreadable"  # permission denied, a directory, no journalctl nor dmesg that answers
+    ERROR = "error"  # the scan itself failed (a pattern the node's Python refused)
+
+
+FactValue = str | int | float | bool | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogLine:
+    """One line of a log as the node kept it: its number among the lines read (oldest first) and its text,
+    cut to a few hundred characters."""
+
+    seq: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogMatch:
+    """What one signature found in one log: how often, the first and last line, and a few recent ones.
+
+    ``count`` holds the lines inside the time window (``since_hours``), ``older`` those before it; ``last_seq``
+    is the number of the last matching line, in the window or not. ``values`` are the named groups of the last
+    match (``gen_throughput_tok_s="225.37"``). A signature with ``group_by`` gives one match per distinct
+    ``key`` (e.g. ``(("pci", "0000:2b:00"), ("xid", "79"))``).
+    """
+
+    signature: str
+    count: int
+    older: int = 0
+    first: LogLine | None = None
+    last: LogLine | None = None
+    recent: tuple[LogLine, ...] = ()
+    last_seq: int | None = None
+    values: tuple[tuple[str, str], ...] = ()
+    key: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerFacts:
+    """A configuration echo (SGLang's ``server_args=ServerArgs(...)``, vLLM's non-default args, an argv dump)
+    read as configuration: the values that matter, from the last such line (the latest server start)."""
+
+    echo: str  # the echo's name in its pack, e.g. "sglang_server_args"
+    server: str | None = None  # "SGLang", "vLLM"
+    count: int = 1  # how many such lines (server starts) the log holds
+    seq: int | None = None  # the line number of the last one
+    values: tuple[tuple[str, FactValue], ...] = ()
+
+    def get(self, key: str) -> FactValue:
+        """The value of ``key``, None when the echo did not carry it."""
+        return next((v for k, v in self.values if k == key), None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogScan:
+    """One log source as read on the node: a file (with its rotations) or the kernel log (``@kernel``)."""
+
+    path: str  # as configured ("~/sglang.log", "@kernel")
+    status: LogStatus = LogStatus.OK
+    error: str | None = None
+    resolved: str | None = None  # the path on the node, "~" expanded
+    source: str | None = None  # "file", "journalctl" or "dmesg"
+    files: tuple[str, ...] = ()  # what was read, oldest first
+    bytes_scanned: int = 0
+    lines: int = 0
+    cut: bool = False  # the log was longer than the tail read (older lines not scanned)
+    notes: tuple[str, ...] = ()
+    matches: tuple[LogMatch, ...] = ()
+    facts: tuple[ServerFacts, ...] = ()
+
+    def found(self, signature: str) -> tuple[LogMatch, ...]:
+        """The matches of ``signature`` (several for a ``group_by`` signature)."""
+        return tuple(m for m in self.matches if m.signature == signature)
+
+    def echo(self, name: str) -> ServerFacts | None:
+        return next((f for f in self.facts if f.echo == name), None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuLink:
+    """How two GPUs reach each other, as ``nvidia-smi topo -m`` writes it: "NV18" (18 bonded NVLinks) or a
+    PCIe path: "PIX" (one switch), "PXB" (several switches), "PHB" (a host bridge), "NODE" (host bridges of
+    one NUMA node), "SYS" (across NUMA nodes)."""
+
+    gpu_a: int
+    gpu_b: int
+    link: str
+
+    @property
+    def kind(self) -> str:
+        """ "nvlink", "pcie" or "unknown"."""
+        if self.link.upper().startswith("NV"):
+            return "nvlink"
+        if self.link.upper() in PCIE_LINKS:
+            return "pcie"
+        return "unknown"
+
+
+PCIE_LINKS = frozenset({"PIX", "PXB", "PHB", "NODE", "SYS", "SOC"})  # SOC: older drivers' name for SYS
+
+
+_LINK_ORDER = {"PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5, "SOC": 5}
+
+
+def link_names(links: Iterable[GpuLink]) -> str:
+    """ "PIX/NODE/SYS": the distinct link names of ``links``, closest first (NVLink, then PCIe paths)."""
+    names = dict.fromkeys(link.link for link in links)
+    return "/".join(sorted(names, key=lambda n: (_LINK_ORDER.get(n.upper(), 0 if n.upper().startswith("NV") else 9),
+                                                n)))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeContext:
+    """What surrounds the GPUs: how they are connected, and whether the node is a virtual machine."""
+
+    links: tuple[GpuLink, ...] = ()  # every pair once (gpu_a < gpu_b); empty when not read
+    topology_error: str | None = None  # why the topology is missing
+    virtualization: str | None = None  # systemd-detect-virt --vm: "kvm", "vmware", "none"; None: not run
+    container: str | None = None  # systemd-detect-virt --container: "docker", "none"
+    dmi_product_name: str | None = None  # /sys/class/dmi/id/product_name
+    dmi_sys_vendor: str | None = None
+    hypervisor_flag: bool | None = None  # the CPU's "hypervisor" flag (/proc/cpuinfo)
+
+    def links_of(self, gpu: int) -> tuple[GpuLink, ...]:
+        return tuple(link for link in self.links if gpu in (link.gpu_a, link.gpu_b))
+
+    @property
+    def interconnect(self) -> str | None:
+        """ "nvlink" (every pair), "pcie" (no pair has NVLink), "mixed", or None (no topology)."""
+        kinds = {link.kind for link in self.links}
+        if not kinds:
+            return None
+        if kinds == {"nvlink"}:
+            return "nvlink"
+        return "pcie" if "nvlink" not in kinds else "mixed"
+
+    @property
+    def is_vm(self) -> bool | None:
+        """Whether the node is a virtual machine: systemd-detect-virt when it ran, else the DMI names, else
+        the CPU's hypervisor flag; None when nothing says."""
+        if self.virtualization is not None:
+            return self.virtualization not in ("none", "")
+        dmi = f"{self.dmi_sys_vendor or ''} {self.dmi_product_name or ''}".lower()
+        if any(name in dmi for name in VM_DMI_NAMES):
+            return True
+        return self.hypervisor_flag
+
+
+# DMI vendor/product names of hypervisors (systemd's src/basic/virt.c keeps the same kind of list).
+VM_DMI_NAMES = ("kvm", "qemu", "vmware", "virtualbox", "xen", "bochs", "parallels", "bhyve", "openstack",
+                "google compute engine", "virtual machine", "standard pc (q35", "standard pc (i440fx")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeReadings:
     """Everything one node told us, parsed from the collector's JSON document."""
@@ -163,6 +322,8 @@ class NodeReadings:
     window_s: float | None = None
     output_truncated: bool = False
     problems: tuple[str, ...] = ()  # things the collector could not do, in words
+    logs: tuple[LogScan, ...] = ()  # the log sources scanned, in the order configured
+    context: NodeContext | None = None  # topology and virtualization; None: not collected
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

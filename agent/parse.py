@@ -16,7 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from agent.arch import arch_name, parse_compute_capability, sm_name
+from agent.logs.plan import LogPlan
 from agent.model import PROBE_SCHEMA, GpuReading, GpuSample, NodeReadings, SmiStatus
+from agent.parse_logs import parse_context, parse_logs
 
 
 class ProbeFormatError(ValueError):
@@ -215,11 +217,13 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def parse_probe(doc: Mapping[str, Any], *, output_truncated: bool = False) -> NodeReadings:
+def parse_probe(doc: Mapping[str, Any], *, output_truncated: bool = False,
+                log_plan: LogPlan | None = None) -> NodeReadings:
     """Turn a probe document into readings: per-GPU medians over the samples, failures as data.
 
     The document comes from a remote machine: every part is type-checked as it is read, and a part that
-    is missing or of the wrong type reads as "not reported".
+    is missing or of the wrong type reads as "not reported". ``log_plan`` (the host's) says how to read
+    the configuration echoes its logs held (agent/parse_logs.py).
     """
     host = _mapping(doc.get("host"))
     smi = _mapping(doc.get("nvidia_smi"))
@@ -228,9 +232,13 @@ def parse_probe(doc: Mapping[str, Any], *, output_truncated: bool = False) -> No
     hostname, kernel = _text(host.get("hostname")), _text(host.get("kernel"))
     nvml_unavailable = _text(doc.get("nvml_unavailable"))
     common: dict[str, Any] = {"hostname": hostname, "kernel": kernel, "output_truncated": output_truncated,
-                                  "problems": problems, "nvml_unavailable": nvml_unavailable}
+                                  "problems": problems, "nvml_unavailable": nvml_unavailable,
+                                  "logs": parse_logs(doc.get("logs"), log_plan),
+                                  "context": parse_context(doc.get("context"))}
     if doc.get("source") == "nvml" and isinstance(doc.get("nvml"), dict):
         return _parse_nvml(doc["nvml"], common)
+    if smi.get("status") == "skipped":  # a log search: the GPUs were not read on purpose
+        return NodeReadings(source=source, smi_status=SmiStatus.SKIPPED, **common)
     if smi.get("status") == "missing" or not smi:
         return NodeReadings(source=source, smi_status=SmiStatus.MISSING,
                             smi_message="nvidia-smi is not installed (not on PATH nor in the usual places)",
@@ -372,7 +380,9 @@ def with_dcgm(node: NodeReadings, dcgm: Mapping[str, Any]) -> NodeReadings:
     return dataclasses.replace(node, gpus=gpus)
 
 
-def parse_probe_output(stdout: bytes, *, output_truncated: bool = False) -> NodeReadings:
+def parse_probe_output(stdout: bytes, *, output_truncated: bool = False,
+                       log_plan: LogPlan | None = None) -> NodeReadings:
     """Remote stdout → readings; raises :class:`ProbeFormatError` when it is not a probe document."""
     doc = load_document(stdout)
-    return with_dcgm(parse_probe(doc, output_truncated=output_truncated), _mapping(doc.get("dcgm")))
+    return with_dcgm(parse_probe(doc, output_truncated=output_truncated, log_plan=log_plan),
+                     _mapping(doc.get("dcgm")))

@@ -10,6 +10,7 @@ this side alone would leave a hung nvidia-smi running on the node.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from collectors import bundle, fallback_source
@@ -36,19 +37,31 @@ class CollectorCall:
     stdin: bytes
 
 
-def collector_call(*, samples: int, interval_s: float, deadline_s: float, source: str = "auto") -> CollectorCall:
+def collector_call(*, samples: int, interval_s: float, deadline_s: float, source: str = "auto",
+                   logs: Sequence[Mapping[str, object]] = (), context: bool = False,
+                   gpus: bool = True) -> CollectorCall:
     """Build the remote command that collects ``samples`` readings ``interval_s`` apart.
 
     ``source``: "auto" reads through NVML where the node's driver lets the bundled binding load, else
-    nvidia-smi; "nvidia-smi" never sends the binding (a smaller bundle).
+    nvidia-smi; "nvidia-smi" never sends the binding (a smaller bundle). ``logs``: log sources to scan
+    (``LogPlan.node_config()``), ``context``: read the topology and virtualization, ``gpus``: read the GPUs.
+    All of it travels as data inside the bundle, never in the command line. The shell collector can do
+    none of it: it says so in the document's problems when logs were asked for.
     """
     if source not in SOURCES:
         raise ValueError(f"unknown source {source!r} (known: {', '.join(SOURCES)})")
     fields = [f"{logical}={'|'.join(names)}" for logical, names in FIELDS]
-    args = [fallback_source(), str(samples), f"{interval_s:g}", *fields]
+    notes = ["@note=the logs were not scanned: the log scan needs python3, which this node lacks"] if logs else []
+    args = [fallback_source(), str(samples), f"{interval_s:g}", *notes, *fields]
     command = " ".join(
         ["timeout", "-k", str(KILL_AFTER_S), f"{max(1, round(deadline_s))}", "sh", "-c", shlex.quote(_DISPATCH),
          "gpudiag", *(shlex.quote(a) for a in args)])
-    config = {"samples": samples, "interval_s": interval_s, "source": source,
-              "call_timeout_s": max(1.0, deadline_s)}
+    config: dict[str, object] = {"samples": samples, "interval_s": interval_s, "source": source,
+                                 "call_timeout_s": max(1.0, deadline_s)}
+    if logs:
+        config["logs"] = [dict(s) for s in logs]
+    if context:
+        config["context"] = True
+    if not gpus:
+        config.update(gpus=False, dcgm=False)
     return CollectorCall(command=command, stdin=bundle(config, with_nvml=source != "nvidia-smi"))

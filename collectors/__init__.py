@@ -17,7 +17,8 @@ from typing import Mapping
 HERE = Path(__file__).resolve().parent
 
 # Node-side modules, by the name the probe imports them under, and their files here.
-NODE_MODULES = {"gpudiag_nvml": "nvml.py", "gpudiag_dcgm": "dcgm.py"}
+NODE_MODULES = {"gpudiag_nvml": "nvml.py", "gpudiag_dcgm": "dcgm.py", "gpudiag_logscan": "logscan.py",
+                "gpudiag_context": "context.py"}
 
 _BOOTSTRAP = '''# gpudiag collector bundle: run as `python3 -`. Modules travel compressed and are imported on demand.
 import base64, importlib.abc, importlib.util, json, sys, zlib

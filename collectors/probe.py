@@ -207,19 +207,45 @@ def _start_dcgm(doc, samples, interval_s, timeout_s):
     return thread
 
 
+def collect_context(doc, call_timeout_s):
+    """The node's GPU topology and virtualization (collectors/context.py) into ``doc["context"]``."""
+    try:
+        import gpudiag_context
+        doc["context"] = gpudiag_context.collect(find_nvidia_smi(), call_timeout_s)
+    except Exception as exc:  # context enriches the verdict; its failure must not cost the readings
+        doc["problems"].append("node context: %s: %s" % (type(exc).__name__, exc))
+
+
+def collect_logs(doc, sources, call_timeout_s):
+    """Scan the log ``sources`` (collectors/logscan.py) into ``doc["logs"]``, one entry per source."""
+    try:
+        import gpudiag_logscan
+        doc["logs"] = gpudiag_logscan.scan_all(sources, call_timeout_s)
+    except Exception as exc:
+        doc["problems"].append("log scan: %s: %s" % (type(exc).__name__, exc))
+
+
 def main_with_config(config):
     """Run the collection ``config`` asks for and print the document. Keys: samples, interval_s,
-    call_timeout_s, source ("auto": NVML where it loads, else nvidia-smi; "nvidia-smi": never NVML)."""
+    call_timeout_s, source ("auto": NVML where it loads, else nvidia-smi; "nvidia-smi": never NVML),
+    gpus (false: do not read the GPUs, for a log search), context (read the GPU topology and whether this
+    is a VM), logs (log sources to scan, see collectors/logscan.py)."""
     samples = max(1, int(config.get("samples", 5)))
     interval_s = max(0.0, float(config.get("interval_s", 0.5)))
     call_timeout_s = float(config.get("call_timeout_s", 60.0))
     source = config.get("source", "auto")
     doc = new_document()
     dcgm = _start_dcgm(doc, samples, interval_s, call_timeout_s) if config.get("dcgm", True) else None
-    if source == "nvidia-smi" or not collect_nvml(doc, samples, interval_s):
+    if not config.get("gpus", True):
+        doc["nvidia_smi"] = {"path": None, "status": "skipped"}
+    elif source == "nvidia-smi" or not collect_nvml(doc, samples, interval_s):
         collect(samples, interval_s, call_timeout_s, doc)
     if dcgm is not None:
         dcgm.join()
+    if config.get("context"):
+        collect_context(doc, call_timeout_s)
+    if config.get("logs"):
+        collect_logs(doc, config["logs"], call_timeout_s)
     sys.stdout.write(json.dumps(doc, separators=(",", ":")))
     sys.stdout.write("\n")
     return 0

@@ -10,6 +10,15 @@ json_str() {
         | awk 'BEGIN { ORS = "" } NR > 1 { print "\\n" } { print }'
 }
 
+# Arguments "@note=TEXT" are not fields: sentences for the document's problems (e.g. "the logs were not
+# scanned": that needs python3).
+problems=""
+for spec in "$@"; do
+    case $spec in
+        @note=*) problems="$problems${problems:+,}\"$(json_str "${spec#@note=}")\"" ;;
+    esac
+done
+
 host=$(hostname 2>/dev/null || uname -n)
 kernel=$(uname -r)
 printf '{"schema":"gpudiag.probe/1","collector":"sh","host":{"hostname":"%s","kernel":"%s"},' \
@@ -22,7 +31,7 @@ if [ -z "$smi" ]; then
     done
 fi
 if [ -z "$smi" ]; then
-    printf '"nvidia_smi":{"path":null,"status":"missing"},"fields":[],"samples":[],"cuda_version":null,"problems":[]}\n'
+    printf '"nvidia_smi":{"path":null,"status":"missing"},"fields":[],"samples":[],"cuda_version":null,"problems":[%s]}\n' "$problems"
     exit 0
 fi
 
@@ -32,6 +41,7 @@ printf '"nvidia_smi":{"path":"%s","help_exit":%d},"fields":[' "$(json_str "$smi"
 
 query=""; sep=""
 for spec in "$@"; do
+    case $spec in @note=*) continue ;; esac
     logical=${spec%%=*}; names=${spec#*=}
     chosen=""
     old_ifs=$IFS; IFS='|'
@@ -63,4 +73,4 @@ done
 
 cuda=$(LC_ALL=C "$smi" 2>/dev/null </dev/null | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -n 1)
 if [ -n "$cuda" ]; then cuda="\"$cuda\""; else cuda=null; fi
-printf '],"cuda_version":%s,"problems":[]}\n' "$cuda"
+printf '],"cuda_version":%s,"problems":[%s]}\n' "$cuda" "$problems"

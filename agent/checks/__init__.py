@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 from agent.checks.gpu import GPU_CHECKS
+from agent.checks.logs import log_findings, with_context
 from agent.checks.node import NODE_CHECKS, host_unreachable
 from agent.checks.settings import CheckSettings, SettingsError, with_overrides
+from agent.logs.plan import LogPlan
 from agent.model import Finding, HostStatus, NodeReadings
 
 __all__ = ["CheckSettings", "SettingsError", "evaluate", "with_overrides"]
 
 
 def evaluate(host: str, status: HostStatus, error: str | None, node: NodeReadings | None,
-             settings: CheckSettings) -> tuple[Finding, ...]:
-    """Every finding for one host, node-level first, then per GPU in index order."""
+             settings: CheckSettings, logs: LogPlan | None = None) -> tuple[Finding, ...]:
+    """Every finding for one host, node-level first, then per GPU in index order, then the log evidence
+    (``logs``: the host's log plan, which says what each signature means). BUSY_LOW_POWER findings carry the
+    node's topology and virtualization when they were read."""
     findings = list(host_unreachable(host, status, error))
     if node is not None:
         for node_check in NODE_CHECKS:
             findings.extend(node_check(host, node, settings))
-        for gpu in node.gpus:
-            for gpu_check in GPU_CHECKS:
-                findings.extend(gpu_check(host, gpu, settings))
+        gpu_findings = [f for gpu in node.gpus for gpu_check in GPU_CHECKS for f in gpu_check(host, gpu, settings)]
+        findings.extend(with_context(gpu_findings, node))
+        findings.extend(log_findings(host, node, logs))
     return tuple(findings)

@@ -32,6 +32,7 @@ from agent.model import (
     SmiStatus,
     SweepReport,
 )
+from agent.report.json_logs import context_document, context_from, logs_document, logs_from
 
 UNKNOWN_SM = "unknown"  # the gpus_by_sm key for GPUs whose SM family was not reported
 
@@ -177,6 +178,8 @@ def _node_document(node: NodeReadings) -> dict[str, Any]:
         "window_s": node.window_s,
         "output_truncated": node.output_truncated,
         "problems": list(node.problems),
+        "logs": logs_document(node.logs),
+        "context": context_document(node.context),
     }
 
 
@@ -310,6 +313,8 @@ def _node_from(doc: Mapping[str, Any], gpus: tuple[GpuReading, ...]) -> NodeRead
         window_s=_float(doc.get("window_s")),
         output_truncated=bool(doc.get("output_truncated", False)),
         problems=tuple(str(p) for p in doc.get("problems") or ()),
+        logs=logs_from(doc.get("logs")),
+        context=context_from(doc.get("context")),
     )
 
 

@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.model import Finding, GpuReading, HostReport, Severity, SmiStatus, SweepReport, worst
+from agent.report.evidence import evidence_lines
 from agent.report.json_report import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
 
 K = TypeVar("K", bound=Hashable)
@@ -299,14 +300,14 @@ def _findings_section(report: SweepReport, color: bool) -> list[RenderableType]:
             return f"{host.status.value}: {host.error}" if host.error else host.status.value
         return ""
 
-    items = [(h.host, (heading_note(h), _finding_lines(h))) for h in report.hosts]
+    items = [(h.host, (heading_note(h), _finding_lines(h), evidence_lines(h))) for h in report.hosts]
     groups = [(names, key) for names, key in group_identical(items) if key[0] or key[1]]
     if not groups:
         return [Text("No findings.")]
-    code_width = max((len(line[1]) for _, (_, lines) in groups for line in lines), default=4)
-    gpu_width = max((len(line[2]) for _, (_, lines) in groups for line in lines), default=0)
+    code_width = max((len(line[1]) for _, (_, lines, _) in groups for line in lines), default=4)
+    gpu_width = max((len(line[2]) for _, (_, lines, _) in groups for line in lines), default=0)
     out: list[RenderableType] = [Text("Findings", style="bold" if color else "")]
-    for names, (note, lines) in groups:
+    for names, (note, lines, extra) in groups:
         heading = Text(_label(names), style="bold" if color else "")
         if note:
             heading.append(f"  {note}")
@@ -321,6 +322,8 @@ def _findings_section(report: SweepReport, color: bool) -> list[RenderableType]:
         for severity, code, gpu, summary in lines:
             tag, style = SEVERITY_TAGS[severity]
             grid.add_row(Text(tag, style=style if color else ""), Text(code), Text(gpu), Text(summary))
+        for label, text in extra:  # context for the verdict: topology, VM, the servers' configuration
+            grid.add_row(Text(""), Text(label, style="dim" if color else ""), Text(""), Text(text))
         out.append(Padding(grid, (0, 0, 0, 2), expand=False))
     return out
 

@@ -2,8 +2,10 @@
 
 Every demo host is a real SSH endpoint (asyncssh server on 127.0.0.1, one port per host, throwaway host
 and client keys, a known_hosts that trusts exactly those keys), and each runs the real collector in a
-real ``sh`` whose PATH holds the fake ``nvidia-smi`` playing that host's scenario. So the demo goes
-through the real code path - transport, host-key check, collector, parser, checks, report - with no GPU.
+real ``sh`` whose PATH holds the fake ``nvidia-smi`` (and ``systemd-detect-virt``) playing that host's
+scenario. So the demo goes through the real code path - transport, host-key check, collector, log scan,
+parser, checks, report - with no GPU. The case-study node serves a GLM-5 SGLang log and the spare node a
+kernel log with an Xid (:mod:`agent.simulate.demo_logs`), read by the node-side scanner like any log.
 One host is an address where nothing listens: the unreachable node.
 """
 
@@ -24,6 +26,7 @@ from pathlib import Path
 import asyncssh
 
 from agent.model import Host, SweepReport
+from agent.simulate.demo_logs import write_demo_logs
 
 HERE = Path(__file__).resolve().parent
 
@@ -55,12 +58,13 @@ def _free_port() -> int:
 
 
 def _install_stub(bin_dir: Path) -> None:
-    """Copy the fake nvidia-smi into ``bin_dir``, run by this very interpreter."""
+    """Copy the fake nvidia-smi into ``bin_dir`` (also as ``systemd-detect-virt``), run by this interpreter."""
     source = (HERE / "fake_nvidia_smi").read_text()
     body = source.split("\n", 1)[1] if source.startswith("#!") else source
-    target = bin_dir / "nvidia-smi"
-    target.write_text(f"#!{sys.executable}\n{body}")
-    target.chmod(target.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    for name in ("nvidia-smi", "systemd-detect-virt"):  # the same stub answers both, by the name it runs under
+        target = bin_dir / name
+        target.write_text(f"#!{sys.executable}\n{body}")
+        target.chmod(target.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     scenarios = HERE / "scenarios"
     if scenarios.is_dir():
         shutil.copytree(scenarios, bin_dir / "scenarios", dirs_exist_ok=True)
@@ -108,9 +112,11 @@ async def demo_cluster() -> AsyncIterator[DemoCluster]:
         known_hosts = root / "known_hosts"
         user = os.environ.get("USER") or "gpudiag"
 
+        logs = write_demo_logs(root)
+
         def host(name: str, port: int) -> Host:
             return Host(name=name, address="127.0.0.1", port=port, user=user,
-                        identity_file=str(client_key_path), known_hosts=str(known_hosts))
+                        identity_file=str(client_key_path), known_hosts=str(known_hosts), logs=logs.get(name, ()))
 
         try:
             for name, scenario in DEMO_NODES:

@@ -311,6 +311,22 @@ def test_cli_demo(sshd_cluster) -> None:  # type: ignore[no-untyped-def]
     assert status == {"sglang-glm5": "ok", "train-h200-01": "ok", "infer-h200-02": "ok", "spare-h200-03": "ok",
                       "train-h200-04": "ok", "train-h200-05": "unreachable"}
     found = {h["host"]: sorted({f["code"] for f in h["findings"]}) for h in doc["hosts"]}
-    assert found == {"sglang-glm5": ["BUSY_LOW_POWER"], "train-h200-01": [], "infer-h200-02": [],
-                     "spare-h200-03": [], "train-h200-04": ["POWER_LIMIT_REDUCED"],
-                     "train-h200-05": ["HOST_UNREACHABLE"]}
+    assert found == {"sglang-glm5": ["BUSY_LOW_POWER", "LOG_EXPECTED_ABSENT", "LOG_SIGNATURE"],
+                     "train-h200-01": [], "infer-h200-02": [], "spare-h200-03": ["XID"],
+                     "train-h200-04": ["POWER_LIMIT_REDUCED"], "train-h200-05": ["HOST_UNREACHABLE"]}
+    # The case study, as the demo tells it: busy at low power over PCIe in a VM, the autotuner that never
+    # ran, the server's configuration as facts, and no match counted on its server_args line.
+    glm5 = next(h for h in doc["hosts"] if h["host"] == "sglang-glm5")
+    by_code = {f["code"]: f for f in glm5["findings"]}
+    busy = by_code["BUSY_LOW_POWER"]["summary"]
+    assert "over PCIe only (PIX/NODE/SYS, no NVLink) inside a KVM virtual machine" in busy
+    assert "the autotuner never ran" in by_code["LOG_EXPECTED_ABSENT"]["summary"]
+    assert by_code["LOG_EXPECTED_ABSENT"]["evidence"]["moe_runner_backend"] == "flashinfer_cutlass"
+    assert [f["evidence"]["signature"] for f in glm5["findings"] if f["code"] == "LOG_SIGNATURE"] == [
+        "custom_allreduce_disabled"]
+    (log,) = glm5["node"]["logs"]
+    facts = log["facts"][0]["values"]
+    assert (facts["tp_size"], facts["ep_size"], facts["disable_flashinfer_autotune"]) == (8, 8, False)
+    assert glm5["node"]["context"]["interconnect"] == "pcie" and glm5["node"]["context"]["is_vm"] is True
+    spare = next(h for h in doc["hosts"] if h["host"] == "spare-h200-03")
+    assert [(f["gpu"], f["evidence"]["xid"]) for f in spare["findings"]] == [(4, 63)]  # the 4-day-old Xid 79 is out

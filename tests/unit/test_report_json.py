@@ -9,8 +9,46 @@ from dataclasses import fields
 import pytest
 from builders import finding, gpu, host_report, node, sample, sweep
 
-from agent.model import SWEEP_SCHEMA, GpuReading, GpuSample, HostStatus, NodeReadings, Severity, SmiStatus
+from agent.model import (
+    SWEEP_SCHEMA,
+    GpuLink,
+    GpuReading,
+    GpuSample,
+    HostStatus,
+    LogLine,
+    LogMatch,
+    LogScan,
+    LogStatus,
+    NodeContext,
+    NodeReadings,
+    ServerFacts,
+    Severity,
+    SmiStatus,
+)
 from agent.report.json_report import from_document, power_pct_of_limit, render_json, to_document
+
+
+def _logs():
+    """A server log with a match (and a group_by match), facts from its configuration echo; a missing log."""
+    line = LogLine(seq=7, text="[2025-06-01 12:00:00] KV cache pool is full. Retract requests.")
+    return (
+        LogScan(path="~/sglang.log", resolved="/home/u/sglang.log", source="file", files=("/home/u/sglang.log",),
+                bytes_scanned=4096, lines=40, cut=True, notes=("a note",),
+                matches=(LogMatch(signature="sglang_kv_cache_full", count=2, older=1, first=line, last=line,
+                                  recent=(line,), last_seq=7, values=(("running_req", "64"),)),
+                         LogMatch(signature="kernel_xid", count=1, first=line, last=line, last_seq=7,
+                                  key=(("pci", "0000:2b:00"), ("xid", "79")))),
+                facts=(ServerFacts(echo="sglang_server_args", server="SGLang", count=2, seq=1,
+                                   values=(("tp_size", 8), ("disable_flashinfer_autotune", False),
+                                           ("model_path", "/m"), ("mem_fraction_static", 0.88),
+                                           ("chunked_prefill_size", None))),)),
+        LogScan(path="/var/log/missing.log", status=LogStatus.MISSING, error="no such file"),
+    )
+
+
+def _context():
+    return NodeContext(links=(GpuLink(gpu_a=0, gpu_b=1, link="PIX"),), virtualization="kvm", container="none",
+                       dmi_product_name="KVM", dmi_sys_vendor="QEMU", hypervisor_flag=True)
 
 
 def _report():
@@ -44,7 +82,8 @@ def _report():
     unknown = finding(host="gpu04", gpu=None, code="HOST_UNREACHABLE", severity=Severity.UNKNOWN, summary="x")
     return sweep(
         host_report("gpu01", gpus=[gpu(index=0), gpu(index=1, name="NVIDIA RTX PRO 6000", sm="SM120")]),
-        host_report("gpu02", gpus=[gpu(index=0), busy], findings=[bad_finding], address="10.0.0.2"),
+        host_report("gpu02", gpus=[gpu(index=0), busy], findings=[bad_finding], address="10.0.0.2",
+                    readings=node([gpu(index=0), busy], hostname="gpu02", logs=_logs(), context=_context())),
         partial,
         host_report("gpu04", status=HostStatus.UNREACHABLE, findings=[unknown], duration_s=None),
     )
@@ -72,7 +111,18 @@ def test_host_node_gpu_sample_finding_keys():
         "hostname", "kernel", "driver_version", "cuda_version", "source", "nvml_unavailable", "dcgm_unavailable",
         "smi_status",
         "smi_message",
-        "smi_exit_code", "sample_count", "window_s", "output_truncated", "problems",
+        "smi_exit_code", "sample_count", "window_s", "output_truncated", "problems", "logs", "context",
+    ]  # fmt: skip
+    assert list(host["node"]["logs"][0]) == [
+        "path", "status", "error", "resolved", "source", "files", "bytes_scanned", "lines", "cut", "notes",
+        "matches", "facts",
+    ]  # fmt: skip
+    assert list(host["node"]["logs"][0]["matches"][0]) == [
+        "signature", "count", "older", "first", "last", "recent", "last_seq", "values", "key"]
+    assert list(host["node"]["logs"][0]["facts"][0]) == ["echo", "server", "count", "seq", "values"]
+    assert list(host["node"]["context"]) == [
+        "links", "interconnect", "topology_error", "virtualization", "container", "is_vm", "dmi_product_name",
+        "dmi_sys_vendor", "hypervisor_flag",
     ]  # fmt: skip
     assert list(host["gpus"][0]) == [
         "index", "name", "uuid", "pci_bus_id", "compute_capability", "sm", "arch", "utilization_pct",
@@ -90,6 +140,12 @@ def test_every_model_field_is_written():
     host = to_document(_report())["hosts"][1]
 
     assert {f.name for f in fields(NodeReadings)} - {"gpus"} <= set(host["node"])
+    scan = host["node"]["logs"][0]
+    assert {f.name for f in fields(LogScan)} <= set(scan)
+    assert {f.name for f in fields(LogMatch)} <= set(scan["matches"][0])
+    assert {f.name for f in fields(ServerFacts)} <= set(scan["facts"][0])
+    assert {f.name for f in fields(NodeContext)} <= set(host["node"]["context"])
+    assert {f.name for f in fields(GpuLink)} <= set(host["node"]["context"]["links"][0])
     assert {f.name for f in fields(GpuReading)} <= set(host["gpus"][1])
     assert [set(s) for s in host["gpus"][1]["samples"]] == [{f.name for f in fields(GpuSample)}] * 2
 
@@ -109,6 +165,17 @@ def test_values_are_written_as_json_values():
     assert partial["node"]["problems"] == ["nvidia-smi -q timed out"]
     assert partial["gpus"][0]["lost"] is True
     assert partial["gpus"][0]["power_pct_of_limit"] is None
+    node = doc["hosts"][1]["node"]
+    assert node["logs"][0]["facts"][0]["values"] == {"tp_size": 8, "disable_flashinfer_autotune": False,
+                                                    "model_path": "/m", "mem_fraction_static": 0.88,
+                                                    "chunked_prefill_size": None}
+    assert node["logs"][0]["matches"][1]["key"] == {"pci": "0000:2b:00", "xid": "79"}
+    assert node["logs"][1] == {"path": "/var/log/missing.log", "status": "missing", "error": "no such file",
+                               "resolved": None, "source": None, "files": [], "bytes_scanned": 0, "lines": 0,
+                               "cut": False, "notes": [], "matches": [], "facts": []}
+    assert node["context"]["links"] == [{"gpu_a": 0, "gpu_b": 1, "link": "PIX", "kind": "pcie"}]
+    assert (node["context"]["interconnect"], node["context"]["is_vm"]) == ("pcie", True)
+    assert doc["hosts"][0]["node"]["logs"] == [] and doc["hosts"][0]["node"]["context"] is None
 
 
 def test_host_that_did_not_answer_has_null_node_and_no_gpus():

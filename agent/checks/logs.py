@@ -1,0 +1,246 @@
+"""Log evidence and node context as findings: pure functions of the readings and the host's log plan.
+
+* ``LOG_SIGNATURE`` - a warning or critical signature matched (count, first and last line);
+* ``LOG_EXPECTED_ABSENT`` - the configuration says lines should follow the server's start, and none did;
+* ``LOG_UNREADABLE`` (unknown) - a configured log is missing or unreadable on the node;
+* ``XID`` - an Xid event of the NVIDIA driver, one finding per GPU and Xid, severity from the Xid table.
+
+:func:`with_context` adds the node's topology and virtualization to ``BUSY_LOW_POWER``: a GPU that reads
+busy at low power while its peers are reachable over PCIe only, inside a VM, is most likely waiting on
+inter-GPU traffic (MoE expert parallelism sends all-to-all traffic over PCIe there).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable
+
+from agent.logs.echo import same_value, show
+from agent.logs.plan import KERNEL, LogPlan, LogSource
+from agent.logs.xid import describe, gpu_index
+from agent.model import (
+    Finding,
+    LogMatch,
+    LogScan,
+    LogStatus,
+    NodeContext,
+    NodeReadings,
+    ServerFacts,
+    Severity,
+    link_names,
+)
+
+SEVERITY = {"warning": Severity.WARNING, "critical": Severity.CRITICAL}
+QUOTE_CHARS = 160  # a log line quoted in a summary
+_FIELD = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+
+
+def _quote(text: str | None, limit: int = QUOTE_CHARS) -> str:
+    if not text:
+        return ""
+    text = " ".join(text.split())
+    return f'"{text if len(text) <= limit else text[:limit] + "..."}"'
+
+
+def _times(n: int) -> str:
+    return f"{n} line{'s' if n != 1 else ''}"
+
+
+def _window(source: LogSource | None) -> str:
+    return f" in the last {source.since_hours:g} h" if source and source.since_hours else ""
+
+
+def _where(scan: LogScan) -> str:
+    return "the kernel log" if scan.path == KERNEL else scan.path
+
+
+def log_unreadable(host: str, scan: LogScan) -> tuple[Finding, ...]:
+    """LOG_UNREADABLE: the log is missing or unreadable; its evidence is missing, so this is UNKNOWN."""
+    if scan.status is LogStatus.OK:
+        return ()
+    if scan.path == KERNEL:
+        advice = "let the SSH user read the journal (group systemd-journal or adm) or the kernel ring buffer"
+    else:
+        advice = "fix the path in the inventory or --log, or let the SSH user read it"
+    resolved = f" ({scan.resolved})" if scan.resolved and scan.resolved != scan.path else ""
+    summary = f"{_where(scan)}{resolved}: {scan.error or scan.status.value} - its log evidence is missing; {advice}"
+    return (Finding(code="LOG_UNREADABLE", severity=Severity.UNKNOWN, host=host, gpu=None, summary=summary,
+                    evidence={"log": scan.path, "resolved": scan.resolved, "status": scan.status.value,
+                              "error": scan.error}),)
+
+
+def _match_evidence(scan: LogScan, match: LogMatch) -> dict[str, object]:
+    return {"log": scan.path, "signature": match.signature, "count": match.count, "older": match.older,
+            "first_line": match.first.text if match.first else None,
+            "last_line": match.last.text if match.last else None, **dict(match.values)}
+
+
+def log_signatures(host: str, scan: LogScan, source: LogSource) -> tuple[Finding, ...]:
+    """LOG_SIGNATURE: every warning or critical signature that matched in the window."""
+    findings = []
+    for sig in source.signatures:
+        if sig.severity == "info" or sig.report != "signature":
+            continue
+        for match in scan.found(sig.name):
+            if not match.count:
+                continue
+            last = _quote(match.last.text if match.last else None)
+            summary = (f"{_where(scan)}: {sig.meaning or sig.name} ({_times(match.count)}{_window(source)}, "
+                       f"last {last})" + (f" - {sig.action}" if sig.action else ""))
+            findings.append(Finding(code="LOG_SIGNATURE", severity=SEVERITY[sig.severity], host=host, gpu=None,
+                                    summary=summary, evidence={**_match_evidence(scan, match), "pack": sig.pack}))
+    return tuple(findings)
+
+
+def xid_events(host: str, scan: LogScan, source: LogSource, node: NodeReadings) -> tuple[Finding, ...]:
+    """XID: one finding per GPU (by PCI address) and Xid code, as the Xid table rates it."""
+    findings = []
+    for sig in source.signatures:
+        if sig.report != "xid":
+            continue
+        for match in scan.found(sig.name):
+            key = dict(match.key) or dict(match.values)
+            if not match.count or not key.get("xid", "").isdigit():
+                continue
+            info = describe(int(key["xid"]))
+            pci = key.get("pci")
+            index = gpu_index(pci, node.gpus)
+            where = f"GPU {index} ({pci})" if index is not None else f"PCI {pci} (no GPU of this node has it)"
+            last = _quote(match.last.text if match.last else None)
+            summary = (f"Xid {info.xid} ({info.name}) on {where}, {_times(match.count)} in {_where(scan)}"
+                       f"{_window(source)}: {info.meaning} - {info.action}; last {last}")
+            findings.append(Finding(code="XID", severity=info.severity, host=host, gpu=index, summary=summary,
+                                    evidence={**_match_evidence(scan, match), "xid": info.xid, "xid_name": info.name,
+                                              "pci": pci, "since_hours": source.since_hours}))
+    return tuple(findings)
+
+
+def _fill(template: str, facts: ServerFacts, extra: dict[str, object]) -> str:
+    def value(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name in extra:
+            return str(extra[name])
+        fact = facts.get(name)
+        return "not reported" if fact is None else show(fact)
+
+    return _FIELD.sub(value, template)
+
+
+def expectations(host: str, scan: LogScan, source: LogSource) -> tuple[Finding, ...]:
+    """LOG_EXPECTED_ABSENT: the configuration (last server start) says lines should follow, and none did."""
+    findings = []
+    for exp in source.expectations:
+        facts = scan.echo(exp.echo)
+        if facts is None or facts.seq is None:
+            continue  # no such server start in this log: nothing to expect
+        if not all(any(same_value(facts.get(key), w) for w in wanted) for key, wanted in exp.when):
+            continue
+        start = facts.seq
+
+        def after_start(name: str, start: int = start) -> bool:
+            return any(m.last_seq is not None and m.last_seq > start for m in scan.found(name))
+
+        if not all(after_start(name) for name in exp.after):
+            continue  # e.g. not ready yet: too early to miss anything
+        if any(after_start(name) for name in exp.expect):
+            continue
+        lines_after = max(0, scan.lines - start)
+        text = _fill(exp.meaning or f"no line of {', '.join(exp.expect)} followed the server's start", facts,
+                     {"lines_after": lines_after, "path": scan.path, "echo": exp.echo})
+        action = _fill(exp.action, facts, {"lines_after": lines_after, "path": scan.path, "echo": exp.echo})
+        summary = f"{_where(scan)}: {text}" + (f" - {action}" if action else "")
+        findings.append(Finding(
+            code="LOG_EXPECTED_ABSENT", severity=SEVERITY[exp.severity], host=host, gpu=None, summary=summary,
+            evidence={"log": scan.path, "expectation": exp.name, "echo": exp.echo, "server_start_line": start,
+                      "lines_after_start": lines_after, "expected": ",".join(exp.expect),
+                      **{key: facts.get(key) for key, _ in exp.when},
+                      **{name: facts.get(name) for name in _FIELD.findall(exp.meaning + exp.action)
+                         if facts.get(name) is not None}}))
+    return tuple(findings)
+
+
+def log_findings(host: str, node: NodeReadings, plan: LogPlan | None) -> tuple[Finding, ...]:
+    """Every log finding of one host, source by source in the plan's order."""
+    if plan is None:
+        return ()
+    findings: list[Finding] = []
+    for scan in node.logs:
+        source = plan.source(scan.path)
+        if source is None:
+            continue
+        findings.extend(log_unreadable(host, scan))
+        if scan.status is LogStatus.OK:
+            findings.extend(xid_events(host, scan, source, node))
+            findings.extend(log_signatures(host, scan, source))
+            findings.extend(expectations(host, scan, source))
+    return tuple(findings)
+
+
+# ------------------------------------------------------------------------------------------ context
+
+
+def vm_description(context: NodeContext) -> str | None:
+    """ "a KVM virtual machine (systemd-detect-virt)", or None when the node is not known to be a VM."""
+    if not context.is_vm:
+        return None
+    if context.virtualization not in (None, "none", ""):
+        return f"a {context.virtualization.upper() if len(context.virtualization) <= 4 else context.virtualization} " \
+               "virtual machine (systemd-detect-virt)"
+    name = " ".join(p for p in (context.dmi_sys_vendor, context.dmi_product_name) if p)
+    if name:
+        return f"a virtual machine ({name})"
+    return "a virtual machine (the CPU's hypervisor flag)"
+
+
+def expert_parallel(logs: Iterable[LogScan]) -> str | None:
+    """ "ep_size=8" when a server's configuration says MoE experts are spread over GPUs."""
+    for scan in logs:
+        for facts in scan.facts:
+            ep = facts.get("ep_size")
+            if isinstance(ep, int) and not isinstance(ep, bool) and ep > 1:
+                return f"ep_size={ep}"
+            if facts.get("enable_expert_parallel") is True:
+                return "enable_expert_parallel=True"
+    return None
+
+
+def _link_text(context: NodeContext, gpu: int) -> tuple[str | None, str | None]:
+    links = context.links_of(gpu)
+    if not links:
+        return None, None
+    kinds = {link.kind for link in links}
+    names = link_names(links)
+    if kinds == {"pcie"}:
+        return "pcie", f"it reaches the other {len(links)} GPUs over PCIe only ({names}, no NVLink)"
+    if kinds == {"nvlink"}:
+        return "nvlink", f"it reaches the other {len(links)} GPUs over NVLink ({names})"
+    return "mixed", f"it reaches some GPUs over NVLink and others over PCIe ({names})"
+
+
+def with_context(findings: Iterable[Finding], node: NodeReadings) -> tuple[Finding, ...]:
+    """``BUSY_LOW_POWER`` findings with the node's topology and virtualization added (others unchanged)."""
+    context = node.context
+    out = []
+    for finding in findings:
+        if finding.code != "BUSY_LOW_POWER" or context is None or finding.gpu is None:
+            out.append(finding)
+            continue
+        kind, links = _link_text(context, finding.gpu)
+        vm = vm_description(context)
+        if links is None and vm is None:
+            out.append(finding)
+            continue
+        ep = expert_parallel(node.logs)
+        parts = [p for p in (links, f"inside {vm}" if vm else None) if p]
+        sentence = " ".join(parts) if links else f"the node is {vm}"
+        if kind == "pcie":
+            moe = f"MoE expert parallelism ({ep}) sends its all-to-all traffic" if ep else \
+                "all-reduce and all-to-all traffic between the GPUs goes"
+            sentence += f", so {moe} over PCIe{' through the hypervisor' if vm else ''} - likely the real bottleneck"
+        evidence = {**finding.evidence, "interconnect": kind, "gpu_links": ", ".join(
+            f"GPU{link.gpu_b if link.gpu_a == finding.gpu else link.gpu_a} {link.link}"
+            for link in context.links_of(finding.gpu)) or None,
+            "virtualization": context.virtualization, "is_vm": context.is_vm, "expert_parallel": ep}
+        out.append(dataclasses.replace(finding, summary=f"{finding.summary}; {sentence}", evidence=evidence))
+    return tuple(out)

@@ -1,0 +1,120 @@
+"""Xid events of the NVIDIA driver: what each one means, how serious it is, what to do, and which GPU it hit.
+
+Meanings and actions follow NVIDIA's Xid catalog (https://docs.nvidia.com/deploy/xid-errors/
+analyzing-xid-catalog.html: the mnemonic, and the "resolution bucket" - restart the application, reset the
+GPU, reboot, contact support) for the Xids a GPU fleet actually sees. Severity here is gpudiag's: CRITICAL
+when the GPU needs a reset, a reboot or service (the node should be drained), WARNING when the event is
+usually the application's and the GPU keeps working. An Xid missing from the table is a WARNING that says
+to look it up.
+
+The kernel names the GPU by PCI address ``0000:2b:00`` (domain, bus, device); nvidia-smi writes the same
+GPU ``00000000:2B:00.0``. :func:`pci_key` reads both, so :func:`gpu_index` can match them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from agent.model import GpuReading, Severity
+
+CATALOG_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
+
+_APP = "usually the application's fault (bad kernel, driver/toolkit mismatch): restart the application; " \
+       "if it repeats on one GPU only, suspect the GPU"
+_RESET = "drain the node and reset the GPU (nvidia-smi -r) or reboot; if it repeats, have the GPU serviced"
+_REBOOT = "drain the node and reboot it; if it repeats, check the GPU's seating, power and PCIe link, then service"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class XidInfo:
+    """One Xid: its short name, what it means, its severity, what to do."""
+
+    xid: int
+    name: str
+    meaning: str
+    severity: Severity
+    action: str
+
+
+def _x(xid: int, name: str, meaning: str, severity: Severity, action: str) -> XidInfo:
+    return XidInfo(xid=xid, name=name, meaning=meaning, severity=severity, action=action)
+
+
+W, C = Severity.WARNING, Severity.CRITICAL
+XIDS: dict[int, XidInfo] = {x.xid: x for x in (
+    _x(8, "GPU stopped processing", "a channel stopped making progress (idle timeout)", W, _APP),
+    _x(13, "Graphics engine exception", "a kernel faulted (out-of-range access, illegal instruction)", W, _APP),
+    _x(31, "GPU memory page fault", "a kernel touched an unmapped address (MMU fault)", W, _APP),
+    _x(32, "Invalid or corrupted push buffer stream", "the GPU read a corrupted command stream", W,
+       "restart the application; if it repeats, check the PCIe link (errors, width) and the driver"),
+    _x(38, "Driver firmware error", "the driver's firmware failed", C, _RESET),
+    _x(43, "GPU stopped processing", "a channel was reset after an application fault", W, _APP),
+    _x(45, "Preemptive cleanup", "channels were torn down because of an earlier error (often after 13/31/43)", W,
+       "look for the Xid that came before it; on its own it follows a killed process"),
+    _x(48, "Double-bit ECC error", "uncorrectable memory error (DBE)", C, _RESET),
+    _x(61, "Internal micro-controller breakpoint/warning", "the GPU's PMU firmware stopped at a breakpoint", C,
+       _RESET),
+    _x(62, "Internal micro-controller halt", "the GPU's PMU firmware halted", C, _RESET),
+    _x(63, "ECC page retirement or row remapping", "a memory row was marked for remapping; it applies at the "
+       "next GPU reset", W, "reset the GPU when convenient so the remap takes effect; watch the count"),
+    _x(64, "ECC page retirement or row remapping failure", "a failing memory row could not be retired or remapped",
+       C, "drain the node; the GPU needs service"),
+    _x(68, "Video processor exception", "NVDEC/NVENC faulted", W, _APP),
+    _x(69, "Graphics engine class error", "a kernel used an invalid class or method", W, _APP),
+    _x(74, "NVLink error", "an NVLink link reported an error (replay, recovery or a down link)", C,
+       "drain the node, reset the GPUs on that link or reboot; if it repeats, the link or NVSwitch needs service"),
+    _x(79, "GPU has fallen off the bus", "the GPU stopped answering on PCIe", C, _REBOOT),
+    _x(92, "High single-bit ECC error rate", "correctable memory errors at a high rate", W,
+       "watch it; plan a reset (row remapping) or service if the rate stays high"),
+    _x(94, "Contained ECC error", "an uncorrectable memory error was contained to one application", W,
+       "restart the application that was hit; reset the GPU when convenient so the row is remapped"),
+    _x(95, "Uncontained ECC error", "an uncorrectable memory error could not be contained", C, _RESET),
+    _x(109, "Context switch timeout", "the GPU did not switch contexts in time", W, _APP),
+    _x(119, "GSP RPC timeout", "the GPU System Processor stopped answering the driver", C, _RESET),
+    _x(120, "GSP error", "the GPU System Processor firmware failed", C, _RESET),
+    _x(121, "C2C link corrected error", "the chip-to-chip (Grace-Hopper/Blackwell) link corrected an error", W,
+       "watch the count; service if it climbs"),
+    _x(136, "Link training failure", "a link failed to train", C, _REBOOT),
+    _x(137, "NVLink FLA privilege error", "an access across NVLink was refused", W, _APP),
+    _x(140, "Unrecovered ECC error", "an ECC error the GPU could not recover from", C, _RESET),
+    _x(143, "GPU initialization failure", "the GPU failed to initialize", C, _REBOOT),
+    _x(144, "NVLink SAW error", "NVLink error (Blackwell)", C, _RESET),
+    _x(145, "NVLink RLW error", "NVLink error (Blackwell)", C, _RESET),
+    _x(146, "NVLink TLW error", "NVLink error (Blackwell)", C, _RESET),
+    _x(147, "NVLink TREX error", "NVLink error (Blackwell)", C, _RESET),
+    _x(148, "NVLink NVLPW control error", "NVLink error (Blackwell)", C, _RESET),
+    _x(149, "NVLink NETIR error", "NVLink error (Blackwell)", C, _RESET),
+    _x(150, "NVLink MSE error", "NVLink error (Blackwell)", C, _RESET),
+    _x(154, "GPU recovery action changed", "the driver says the GPU needs a recovery action (reset, reboot or "
+       "drain) before it can be trusted", C, "read nvidia-smi -q's 'GPU Recovery Action' and do what it says"),
+)}
+
+
+def describe(xid: int) -> XidInfo:
+    """The table's entry for ``xid``, or a WARNING that says to look it up."""
+    return XIDS.get(xid) or XidInfo(
+        xid=xid, name=f"Xid {xid}", meaning="an Xid gpudiag does not know", severity=Severity.WARNING,
+        action=f"look it up in NVIDIA's Xid catalog ({CATALOG_URL})")
+
+
+_PCI = re.compile(r"(?:PCI:)?([0-9A-Fa-f]{1,8}):([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2})(?:\.([0-7]))?")
+
+
+def pci_key(text: str | None) -> tuple[int, int, int] | None:
+    """(domain, bus, device) of a PCI address in either spelling; None when it is not one."""
+    if not text:
+        return None
+    m = _PCI.fullmatch(text.strip())
+    if not m:
+        return None
+    return int(m.group(1), 16), int(m.group(2), 16), int(m.group(3), 16)
+
+
+def gpu_index(pci: str | None, gpus: Iterable[GpuReading]) -> int | None:
+    """The index of the GPU at ``pci`` (kernel spelling), or None when no GPU of the node has it."""
+    key = pci_key(pci)
+    if key is None:
+        return None
+    return next((g.index for g in gpus if pci_key(g.pci_bus_id) == key), None)

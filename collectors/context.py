@@ -1,0 +1,70 @@
+"""Node context for the verdict, read ON the node: standard library only, Python 3.6+ (``gpudiag_context``).
+
+Raw text and values only; the controller interprets them (``agent/parse_logs.py``):
+
+* ``nvidia-smi topo -m``: how each pair of GPUs is connected (``NV18`` NVLink, or PCIe: ``PIX``, ``PXB``,
+  ``PHB``, ``NODE``, ``SYS``);
+* whether this is a virtual machine: ``systemd-detect-virt --vm`` and ``--container`` (found through PATH),
+  the DMI product name and vendor (``/sys/class/dmi/id``), and the CPU's ``hypervisor`` flag.
+"""
+
+import os
+import shutil
+import subprocess
+
+MAX_TEXT = 64 * 1024
+DMI = "/sys/class/dmi/id"
+
+
+def _run(argv, timeout_s):
+    """(exit code, stdout, stderr) as bounded text; code None when it could not start."""
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              timeout=timeout_s, env=dict(os.environ, LC_ALL="C"))
+    except subprocess.TimeoutExpired:
+        return 124, "", "timed out after %.0f s" % timeout_s
+    except OSError as exc:
+        return None, "", str(exc)
+    return (done.returncode, done.stdout[:MAX_TEXT].decode("utf-8", "replace"),
+            done.stderr[:2048].decode("utf-8", "replace"))
+
+
+def _read(path, limit=256):
+    try:
+        with open(path, "rb") as f:
+            return f.read(limit).decode("utf-8", "replace").strip() or None
+    except OSError:
+        return None
+
+
+def hypervisor_flag(path="/proc/cpuinfo"):
+    """True when the CPU flags carry ``hypervisor`` (x86 guests), False when they do not, None unknown."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read(256 * 1024).decode("utf-8", "replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return "hypervisor" in line.split(":", 1)[-1].split()
+    return None
+
+
+def collect(smi_path, timeout_s=30.0):
+    """The context document part. ``smi_path``: nvidia-smi's path, or None when it is not installed."""
+    ctx = {"topology": None, "virt": None, "dmi": {}, "hypervisor_flag": hypervisor_flag(), "problems": []}
+    if smi_path:
+        code, out, err = _run([smi_path, "topo", "-m"], timeout_s)
+        ctx["topology"] = {"exit": code, "stdout": out, "stderr": err}
+    detect = shutil.which("systemd-detect-virt")
+    if detect:
+        virt = {}
+        for kind in ("vm", "container"):
+            # Exit 1 with "none" when there is none: an answer, not a failure.
+            code, out, err = _run([detect, "--" + kind], timeout_s)
+            virt[kind] = out.strip() or None
+            virt[kind + "_exit"] = code
+        ctx["virt"] = virt
+    for name in ("product_name", "sys_vendor"):
+        ctx["dmi"][name] = _read(os.path.join(DMI, name))
+    return ctx
