@@ -19,6 +19,7 @@ from agent.report import OutputFormat
 
 if TYPE_CHECKING:  # the CLI imports the heavy layers lazily, so `gpudiag --help` starts fast
     from agent.checks import CheckSettings
+    from agent.logs import LogOptions
     from agent.model import Host, RemoteResult, SweepReport
     from agent.runner import SweepOptions
     from agent.transport import RemoteCommand, Transport
@@ -125,16 +126,22 @@ def sweep(
                                      "split by host name, for several controllers; merge with gpudiag merge."),
     save_raw: Path | None = typer.Option(None, "--save-raw", help="Also keep each host's raw collector "
                                          "document in this folder (<host>.json): captures for tests."),
+    log: list[str] = typer.Option([], "--log", help="Also scan this log on every host (repeatable): a path "
+                                  "(~ is the node's home) or @kernel (journalctl -k / dmesg: Xids)."),
+    pack: list[str] = typer.Option([], "--pack", help="A signature pack file (YAML) to use too (repeatable)."),
+    log_tail_mib: float = typer.Option(8.0, "--log-tail-mib", min=0.001, max=1024.0, help="Scan only the last "
+                                       "N MiB of each log (and its rotations)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing when all is well (exit 0)."),
 ) -> None:
-    """Sweep hosts over SSH, read their GPUs, and report what is wrong."""
+    """Sweep hosts over SSH, read their GPUs and logs, and report what is wrong."""
     from agent.checks import SettingsError
     from agent.inventory import InventoryError
     from agent.transport import KeyLoadError
 
     try:
+        logs = _log_options(log, pack, log_tail_mib)
         if demo:
-            report = _run_demo(samples, interval, timeout, concurrency)
+            report = _run_demo(samples, interval, timeout, concurrency, logs)
         else:
             hosts, overrides = _select_hosts(targets or [], inventory, user, port, identity_file, limit,
                                              exclude, local)
@@ -151,7 +158,7 @@ def sweep(
                                 concurrency=concurrency, connect_timeout=connect_timeout,
                                 login_timeout=login_timeout, known_hosts=known_hosts,
                                 accept_new=accept_new_host_keys, ssh_config=ssh_config, source=source,
-                                raw_dir=save_raw)
+                                raw_dir=save_raw, logs=logs)
     except (InventoryError, KeyLoadError, SettingsError, CannotRun, ValueError) as exc:
         raise _fail(str(exc)) from None
     code = report.exit_code
@@ -166,7 +173,8 @@ def sweep(
 def _prepare(hosts: list[Host], settings: CheckSettings, *, samples: int, interval: float, timeout: float,
              concurrency: int, connect_timeout: float, login_timeout: float, known_hosts: str | None,
              accept_new: bool, ssh_config: Path | None = None, source: str = "auto",
-             raw_dir: Path | None = None, keep_connections: bool = False) -> tuple[Transport, SweepOptions]:
+             raw_dir: Path | None = None, keep_connections: bool = False, logs: LogOptions | None = None,
+             gpus: bool = True) -> tuple[Transport, SweepOptions]:
     """The transport and sweep options the flags ask for; configuration errors raise before any connection."""
     from agent.runner import SweepOptions
     from agent.transport import LocalTransport, SshOptions, SshTransport
@@ -185,8 +193,13 @@ def _prepare(hosts: list[Host], settings: CheckSettings, *, samples: int, interv
     if source not in ("auto", "nvidia-smi"):
         raise CannotRun(f"--source {source}: choose auto or nvidia-smi")
     _raise_open_file_limit(concurrency)
+    from agent.logs import LogOptions, build_plans
+
+    logs = logs or LogOptions()
+    build_plans(hosts, logs)  # a broken log entry or pack fails here (LogConfigError), before any connection
     sweep_options = SweepOptions(samples=samples, interval_s=interval, deadline_s=timeout,
-                                 concurrency=concurrency, settings=settings, source=source, raw_dir=raw_dir)
+                                 concurrency=concurrency, settings=settings, source=source, raw_dir=raw_dir,
+                                 logs=logs, gpus=gpus, context=gpus)
     return _RoutingTransport(SshTransport(options), LocalTransport()), sweep_options
 
 
@@ -197,11 +210,23 @@ def _run_sweep(hosts: list[Host], settings: CheckSettings, **flags: Any) -> Swee
     return asyncio.run(run_sweep(hosts, transport, sweep_options))
 
 
-def _run_demo(samples: int, interval: float, timeout: float, concurrency: int) -> SweepReport:
+def _run_demo(samples: int, interval: float, timeout: float, concurrency: int, logs: LogOptions | None = None,
+              gpus: bool = True) -> SweepReport:
+    from agent.logs import build_plans
     from agent.simulate.demo import sweep_demo
 
+    if logs is not None:
+        build_plans([], logs)  # --pack and --signature are checked before the demo cluster starts
     return asyncio.run(sweep_demo(samples=samples, interval_s=interval, deadline_s=timeout,
-                                  concurrency=concurrency))
+                                  concurrency=concurrency, logs=logs, gpus=gpus))
+
+
+def _log_options(paths: list[str], packs: list[str], tail_mib: float, signature: str | None = None,
+                 keep: int = 3) -> LogOptions:
+    from agent.logs import LogOptions
+
+    return LogOptions(paths=tuple(paths), pack_files=tuple(packs), tail_mib=tail_mib, only_signature=signature,
+                      keep=keep)
 
 
 def _raise_open_file_limit(concurrency: int) -> None:
@@ -224,17 +249,22 @@ def local(
     interval: float = typer.Option(0.5, "--interval", min=0.0, max=60.0, help="Seconds between samples."),
     timeout: float = typer.Option(30.0, "--timeout", min=1.0, help="Deadline for the collection (s)."),
     source: str = typer.Option("auto", "--source", help="auto (NVML, else nvidia-smi) or nvidia-smi."),
+    log: list[str] = typer.Option([], "--log", help="Also scan this log (repeatable): a path or @kernel."),
+    pack: list[str] = typer.Option([], "--pack", help="A signature pack file (YAML) to use too (repeatable)."),
+    log_tail_mib: float = typer.Option(8.0, "--log-tail-mib", min=0.001, max=1024.0, help="Scan only the last "
+                                       "N MiB of each log."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing when all is well (exit 0)."),
 ) -> None:
-    """Read this machine's GPUs (no SSH), through the same checks and report."""
+    """Read this machine's GPUs (no SSH) and logs, through the same checks and report."""
     from agent.checks import CheckSettings
     from agent.model import Host, SmiStatus
 
     try:
         report = _run_sweep([Host(name="localhost")], CheckSettings(), samples=samples, interval=interval,
                             timeout=timeout, concurrency=1, connect_timeout=10.0, login_timeout=15.0,
-                            known_hosts=None, accept_new=False, source=source)
-    except CannotRun as exc:
+                            known_hosts=None, accept_new=False, source=source,
+                            logs=_log_options(log, pack, log_tail_mib))
+    except (CannotRun, ValueError) as exc:
         raise _fail(str(exc)) from None
     code = report.exit_code
     (host,) = report.hosts
@@ -364,6 +394,83 @@ def merge(
 
         typer.echo(render(report, fmt))
     raise typer.Exit(report.exit_code)
+
+
+@app.command()
+def signatures(
+    pack: list[str] = typer.Option([], "--pack", help="Only this pack: a name, or a pack file (YAML) to load "
+                                   "and show (repeatable)."),
+) -> None:
+    """List the signature packs: their configuration echoes, signatures and expectations."""
+    from agent.logs import PackError, Registry
+    from agent.report.logs_report import render_signatures
+
+    files = [p for p in pack if "/" in p or p.endswith((".yaml", ".yml"))]
+    try:
+        registry = Registry.with_builtins(files)
+    except PackError as exc:
+        raise _fail(str(exc)) from None
+    unknown = [p for p in pack if p not in files and p not in registry.packs]
+    if unknown:
+        raise _fail(f"--pack {unknown[0]}: no such pack (known: {', '.join(registry.packs)}; or give a file)")
+    chosen = [registry.packs[p] for p in pack if p in registry.packs] + [
+        p for p in registry.packs.values() if p.origin in files]
+    typer.echo(render_signatures(dict.fromkeys(chosen) if pack else registry.packs.values()))
+
+
+@app.command()
+def grep(
+    targets: list[str] = typer.Argument(None, help="Hosts or patterns, as for sweep."),
+    signature: str = typer.Option(..., "--signature", "-s", help="The signature to look for (gpudiag signatures "
+                                  "lists them)."),
+    inventory: Path | None = typer.Option(None, "--inventory", "-i", help="Inventory YAML file (its logs:)."),
+    user: str | None = typer.Option(None, "--user", "-u", help="SSH user for the targets."),
+    port: int | None = typer.Option(None, "--port", "-p", help="SSH port for the targets."),
+    identity_file: str | None = typer.Option(None, "--identity-file", help="Private key (loaded once)."),
+    limit: list[str] = typer.Option([], "--limit", help="Only these groups or host patterns (repeatable)."),
+    exclude: list[str] = typer.Option([], "--exclude", help="Leave out these host patterns (repeatable)."),
+    log: list[str] = typer.Option([], "--log", help="Also search this log on every host (repeatable): a path "
+                                  "or @kernel."),
+    pack: list[str] = typer.Option([], "--pack", help="A signature pack file (YAML) to load (repeatable)."),
+    log_tail_mib: float = typer.Option(8.0, "--log-tail-mib", min=0.001, max=1024.0, help="Search only the "
+                                       "last N MiB of each log."),
+    lines: int = typer.Option(3, "--lines", "-n", min=1, max=100, help="Recent matching lines shown per log."),
+    demo: bool = typer.Option(False, "--demo", help="Search the built-in simulated cluster's logs."),
+    local: bool = typer.Option(False, "--local", help="Also search this machine's logs, without SSH."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+    concurrency: int = typer.Option(64, "--concurrency", min=1, help="Hosts in flight at once."),
+    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.1, help="Seconds to connect."),
+    login_timeout: float = typer.Option(15.0, "--login-timeout", min=0.1, help="Seconds to log in."),
+    timeout: float = typer.Option(30.0, "--timeout", min=1.0, help="Per-host deadline (seconds)."),
+    known_hosts: str | None = typer.Option(None, "--known-hosts", help="known_hosts file to trust."),
+    ssh_config: Path | None = typer.Option(None, "--ssh-config", "-F", help="OpenSSH client config to read."),
+    accept_new_host_keys: bool = typer.Option(False, "--accept-new-host-keys", help="Record keys of hosts "
+                                              "never seen before, like StrictHostKeyChecking=accept-new."),
+) -> None:
+    """Run one signature across hosts' logs; hosts with identical output are shown once.
+
+    Exit 0 when a line matched somewhere, 1 when none did, 2 when a host or a log could not be read."""
+    from agent.checks import CheckSettings
+    from agent.inventory import InventoryError
+    from agent.report.logs_report import grep_document, grep_exit_code, render_grep
+    from agent.transport import KeyLoadError
+
+    try:
+        logs = _log_options(log, pack, log_tail_mib, signature=signature, keep=lines)
+        if demo:
+            report = _run_demo(1, 0.0, timeout, concurrency, logs, gpus=False)
+        else:
+            hosts, _ = _select_hosts(targets or [], inventory, user, port, identity_file, limit, exclude, local)
+            if not hosts:
+                raise CannotRun("no hosts to search: give targets, -i INVENTORY, --local or --demo")
+            report = _run_sweep(hosts, CheckSettings(), samples=1, interval=0.0, timeout=timeout,
+                                concurrency=concurrency, connect_timeout=connect_timeout, login_timeout=login_timeout,
+                                known_hosts=known_hosts, accept_new=accept_new_host_keys, ssh_config=ssh_config,
+                                logs=logs, gpus=False)
+    except (InventoryError, KeyLoadError, CannotRun, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(grep_document(report, signature) if as_json else render_grep(report, signature))
+    raise typer.Exit(grep_exit_code(report, signature))
 
 
 def _click_classes(name: str) -> tuple[type[BaseException], ...]:

@@ -297,6 +297,17 @@ class NodeContext:
             return True
         return self.hypervisor_flag
 
+    @property
+    def vm_description(self) -> str | None:
+        """ "a KVM virtual machine (systemd-detect-virt)", or None when the node is not known to be a VM."""
+        if not self.is_vm:
+            return None
+        virt = self.virtualization
+        if virt not in (None, "none", ""):
+            return f"a {virt.upper() if len(virt) <= 4 else virt} virtual machine (systemd-detect-virt)"
+        name = " ".join(p for p in (self.dmi_sys_vendor, self.dmi_product_name) if p)
+        return f"a virtual machine ({name or 'the CPU has the hypervisor flag'})"
+
 
 # DMI vendor/product names of hypervisors (systemd's src/basic/virt.c keeps the same kind of list).
 VM_DMI_NAMES = ("kvm", "qemu", "vmware", "virtualbox", "xen", "bochs", "parallels", "bhyve", "openstack",

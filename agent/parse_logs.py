@@ -60,17 +60,17 @@ def _pairs(value: object) -> tuple[tuple[str, str], ...]:
 def _matches(name: str, raw: Mapping[str, Any]) -> list[LogMatch]:
     common: dict[str, Any] = {"signature": name, "last_seq": _int(raw.get("last_seq")),
                               "values": _pairs(raw.get("values"))}
+    count, older = _int(raw.get("count")) or 0, _int(raw.get("older")) or 0
     group_by = [str(g) for g in _items(raw.get("group_by"))]
     if group_by:  # one match per distinct key (the node kept the first and last line of each)
         found = []
         for entry in (e for e in _items(raw.get("keys")) if isinstance(e, dict)):
             key = tuple(zip(group_by, (str(k) for k in _items(entry.get("key"))), strict=False))
-            count = _int(entry.get("count")) or 0
-            first, last = _line(entry.get("first")), _line(entry.get("last"))
-            found.append(LogMatch(count=count, first=first, last=last, key=key, **common))
-        if found or not _int(raw.get("older")):
-            return found
-    count, older = _int(raw.get("count")) or 0, _int(raw.get("older")) or 0
+            found.append(LogMatch(count=_int(entry.get("count")) or 0, first=_line(entry.get("first")),
+                                  last=_line(entry.get("last")), key=key, **common))
+        if older:  # the lines before the time window, counted without their keys
+            found.append(LogMatch(count=0, older=older, **common))
+        return found
     if not count and not older:
         return []
     return [LogMatch(count=count, older=older, first=_line(raw.get("first")), last=_line(raw.get("last")),

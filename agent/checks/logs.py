@@ -180,19 +180,6 @@ def log_findings(host: str, node: NodeReadings, plan: LogPlan | None) -> tuple[F
 # ------------------------------------------------------------------------------------------ context
 
 
-def vm_description(context: NodeContext) -> str | None:
-    """ "a KVM virtual machine (systemd-detect-virt)", or None when the node is not known to be a VM."""
-    if not context.is_vm:
-        return None
-    if context.virtualization not in (None, "none", ""):
-        return f"a {context.virtualization.upper() if len(context.virtualization) <= 4 else context.virtualization} " \
-               "virtual machine (systemd-detect-virt)"
-    name = " ".join(p for p in (context.dmi_sys_vendor, context.dmi_product_name) if p)
-    if name:
-        return f"a virtual machine ({name})"
-    return "a virtual machine (the CPU's hypervisor flag)"
-
-
 def expert_parallel(logs: Iterable[LogScan]) -> str | None:
     """ "ep_size=8" when a server's configuration says MoE experts are spread over GPUs."""
     for scan in logs:
@@ -227,7 +214,7 @@ def with_context(findings: Iterable[Finding], node: NodeReadings) -> tuple[Findi
             out.append(finding)
             continue
         kind, links = _link_text(context, finding.gpu)
-        vm = vm_description(context)
+        vm = context.vm_description
         if links is None and vm is None:
             out.append(finding)
             continue

@@ -24,12 +24,8 @@ def context_line(context: NodeContext | None, gpus: int) -> str | None:
         parts.append(f"{gpus} GPUs {shown}")
     elif context.topology_error:
         parts.append(f"topology not read ({context.topology_error})")
-    if context.is_vm:
-        if context.virtualization not in (None, "none", ""):
-            parts.append(f"a {context.virtualization} virtual machine (systemd-detect-virt)")
-        else:
-            name = " ".join(p for p in (context.dmi_sys_vendor, context.dmi_product_name) if p)
-            parts.append(f"a virtual machine ({name or 'hypervisor CPU flag'})")
+    if context.vm_description:
+        parts.append(context.vm_description)
     elif context.is_vm is False:
         parts.append("not a VM" + (f" (container: {context.container})" if context.container not in
                                     (None, "none", "") else ""))

@@ -22,11 +22,15 @@ import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import asyncssh
 
 from agent.model import Host, SweepReport
 from agent.simulate.demo_logs import write_demo_logs
+
+if TYPE_CHECKING:
+    from agent.logs import LogOptions
 
 HERE = Path(__file__).resolve().parent
 
@@ -139,9 +143,11 @@ async def demo_cluster() -> AsyncIterator[DemoCluster]:
 
 
 async def sweep_demo(*, samples: int = 5, interval_s: float = 0.5, deadline_s: float = 30.0,
-                     concurrency: int = 64, connect_timeout_s: float = 3.0) -> SweepReport:
-    """Start the demo cluster and sweep it through the real SSH transport."""
+                     concurrency: int = 64, connect_timeout_s: float = 3.0, logs: LogOptions | None = None,
+                     gpus: bool = True) -> SweepReport:
+    """Start the demo cluster and sweep it through the real SSH transport (``gpus=False``: its logs only)."""
     from agent.checks import CheckSettings
+    from agent.logs import LogOptions
     from agent.runner import SweepOptions, sweep
     from agent.transport import SshOptions, SshTransport
 
@@ -149,5 +155,6 @@ async def sweep_demo(*, samples: int = 5, interval_s: float = 0.5, deadline_s: f
         transport = SshTransport(SshOptions(connect_timeout_s=connect_timeout_s,
                                             known_hosts=(cluster.known_hosts,), ssh_config=[]))
         options = SweepOptions(samples=samples, interval_s=interval_s, deadline_s=deadline_s,
-                               concurrency=concurrency, settings=CheckSettings())
+                               concurrency=concurrency, settings=CheckSettings(), logs=logs or LogOptions(),
+                               gpus=gpus, context=gpus)
         return await sweep(cluster.hosts, transport, options)

@@ -3,7 +3,7 @@
 * ``sglang_glm5_log``: the case study's server log - SGLang serving GLM-5-NVFP4 on 8 RTX PRO 6000
   Blackwell GPUs with ``tp_size=8, ep_size=8, moe_runner_backend='flashinfer_cutlass'`` and the FlashInfer
   autotuner enabled (``disable_flashinfer_autotune=False``), ready and decoding ~225 tok/s with 64 requests,
-  and not a single ``[Autotuner]`` line. Its ``server_args=`` line mentions "autotune" twice; it is
+  and not a single ``[Autotuner]`` line. Its ``server_args=`` line mentions "autotune"; it is
   configuration, not an event. Line formats as SGLang prints them (see ``agent/logs/packs/sglang.yaml``).
 * ``spare_kernel_log``: a syslog-style kernel log of a spare H200 node: an Xid 63 (row remapping pending)
   on GPU 4 an hour ago, and an Xid 79 from four days ago that the 24 h window leaves out.
