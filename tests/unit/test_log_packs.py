@@ -259,6 +259,16 @@ def test_a_pack_file_named_in_the_inventory(tmp_path: Path) -> None:
     assert "site" in with_flag["c"].sources[0].packs  # --pack: used by logs that name no packs
 
 
+def test_the_shipped_inventory_logs_make_plans() -> None:
+    from agent.inventory import load_inventory
+
+    inventory = load_inventory(Path(__file__).resolve().parents[2] / "inventory.yaml")
+    plans = build_plans(inventory.hosts)
+    sources = plans["rack2-gpu1"].sources
+    assert [(s.path, s.since_hours, s.packs[-1]) for s in sources] == [("~/sglang.log", None, "sm120"),
+                                                                      (KERNEL, 48.0, "xid")]
+
+
 def test_parse_pack_needs_a_mapping() -> None:
     with pytest.raises(PackError, match=r"^x: expected a mapping, got list$"):
         parse_pack([], "x")
