@@ -271,7 +271,7 @@ def local(
     no_gpu = host.readings is not None and host.readings.smi_status is SmiStatus.MISSING
     if quiet and code == 0:
         pass
-    elif no_gpu and fmt is OutputFormat.TABLE:
+    elif no_gpu and fmt is OutputFormat.TABLE and not log:  # with --log, the logs' findings still count
         why = host.readings.nvml_unavailable if host.readings else None
         typer.echo("gpudiag: no NVIDIA GPU can be read on this machine: nvidia-smi is not installed"
                    + (f" and NVML does not load ({why})" if why else ""))
