@@ -396,81 +396,11 @@ def merge(
     raise typer.Exit(report.exit_code)
 
 
-@app.command()
-def signatures(
-    pack: list[str] = typer.Option([], "--pack", help="Only this pack: a name, or a pack file (YAML) to load "
-                                   "and show (repeatable)."),
-) -> None:
-    """List the signature packs: their configuration echoes, signatures and expectations."""
-    from agent.logs import PackError, Registry
-    from agent.report.logs_report import render_signatures
+# gpudiag signatures / gpudiag grep live in agent/cli_logs.py (this module would pass 400 lines).
+from agent.cli_logs import grep, signatures  # noqa: E402 - they use the helpers above
 
-    files = [p for p in pack if "/" in p or p.endswith((".yaml", ".yml"))]
-    try:
-        registry = Registry.with_builtins(files)
-    except PackError as exc:
-        raise _fail(str(exc)) from None
-    unknown = [p for p in pack if p not in files and p not in registry.packs]
-    if unknown:
-        raise _fail(f"--pack {unknown[0]}: no such pack (known: {', '.join(registry.packs)}; or give a file)")
-    chosen = [registry.packs[p] for p in pack if p in registry.packs] + [
-        p for p in registry.packs.values() if p.origin in files]
-    typer.echo(render_signatures(dict.fromkeys(chosen) if pack else registry.packs.values()))
-
-
-@app.command()
-def grep(
-    targets: list[str] = typer.Argument(None, help="Hosts or patterns, as for sweep."),
-    signature: str = typer.Option(..., "--signature", "-s", help="The signature to look for (gpudiag signatures "
-                                  "lists them)."),
-    inventory: Path | None = typer.Option(None, "--inventory", "-i", help="Inventory YAML file (its logs:)."),
-    user: str | None = typer.Option(None, "--user", "-u", help="SSH user for the targets."),
-    port: int | None = typer.Option(None, "--port", "-p", help="SSH port for the targets."),
-    identity_file: str | None = typer.Option(None, "--identity-file", help="Private key (loaded once)."),
-    limit: list[str] = typer.Option([], "--limit", help="Only these groups or host patterns (repeatable)."),
-    exclude: list[str] = typer.Option([], "--exclude", help="Leave out these host patterns (repeatable)."),
-    log: list[str] = typer.Option([], "--log", help="Also search this log on every host (repeatable): a path "
-                                  "or @kernel."),
-    pack: list[str] = typer.Option([], "--pack", help="A signature pack file (YAML) to load (repeatable)."),
-    log_tail_mib: float = typer.Option(8.0, "--log-tail-mib", min=0.001, max=1024.0, help="Search only the "
-                                       "last N MiB of each log."),
-    lines: int = typer.Option(3, "--lines", "-n", min=1, max=100, help="Recent matching lines shown per log."),
-    demo: bool = typer.Option(False, "--demo", help="Search the built-in simulated cluster's logs."),
-    local: bool = typer.Option(False, "--local", help="Also search this machine's logs, without SSH."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
-    concurrency: int = typer.Option(64, "--concurrency", min=1, help="Hosts in flight at once."),
-    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.1, help="Seconds to connect."),
-    login_timeout: float = typer.Option(15.0, "--login-timeout", min=0.1, help="Seconds to log in."),
-    timeout: float = typer.Option(30.0, "--timeout", min=1.0, help="Per-host deadline (seconds)."),
-    known_hosts: str | None = typer.Option(None, "--known-hosts", help="known_hosts file to trust."),
-    ssh_config: Path | None = typer.Option(None, "--ssh-config", "-F", help="OpenSSH client config to read."),
-    accept_new_host_keys: bool = typer.Option(False, "--accept-new-host-keys", help="Record keys of hosts "
-                                              "never seen before, like StrictHostKeyChecking=accept-new."),
-) -> None:
-    """Run one signature across hosts' logs; hosts with identical output are shown once.
-
-    Exit 0 when a line matched somewhere, 1 when none did, 2 when a host or a log could not be read."""
-    from agent.checks import CheckSettings
-    from agent.inventory import InventoryError
-    from agent.report.logs_report import grep_document, grep_exit_code, render_grep
-    from agent.transport import KeyLoadError
-
-    try:
-        logs = _log_options(log, pack, log_tail_mib, signature=signature, keep=lines)
-        if demo:
-            report = _run_demo(1, 0.0, timeout, concurrency, logs, gpus=False)
-        else:
-            hosts, _ = _select_hosts(targets or [], inventory, user, port, identity_file, limit, exclude, local)
-            if not hosts:
-                raise CannotRun("no hosts to search: give targets, -i INVENTORY, --local or --demo")
-            report = _run_sweep(hosts, CheckSettings(), samples=1, interval=0.0, timeout=timeout,
-                                concurrency=concurrency, connect_timeout=connect_timeout, login_timeout=login_timeout,
-                                known_hosts=known_hosts, accept_new=accept_new_host_keys, ssh_config=ssh_config,
-                                logs=logs, gpus=False)
-    except (InventoryError, KeyLoadError, CannotRun, ValueError) as exc:
-        raise _fail(str(exc)) from None
-    typer.echo(grep_document(report, signature) if as_json else render_grep(report, signature))
-    raise typer.Exit(grep_exit_code(report, signature))
+app.command()(signatures)
+app.command()(grep)
 
 
 def _click_classes(name: str) -> tuple[type[BaseException], ...]:

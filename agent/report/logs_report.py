@@ -88,6 +88,9 @@ def _scan_text(scan: LogScan, signature: str) -> list[str]:
         lines.append(f"  {scan.path}{' ' + key if key else ''}: {match.count} matching line"
                      f"{'s' if match.count != 1 else ''}{older_text}{cut}")
         lines += _match_lines(match)
+    keyless_older = sum(m.older for m in scan.found(signature) if not m.count)
+    if keyless_older:  # a group_by signature counts the lines before its window apart, without their keys
+        lines.append(f"  {scan.path}: {keyless_older} more before the time window")
     return lines
 
 
