@@ -1,0 +1,341 @@
+"""A real OpenSSH ``sshd`` on loopback that plays a cluster of simulated GPU nodes: :func:`running_cluster`.
+
+One address per scenario (``127.0.0.2`` healthy, ``127.0.0.3`` case_study, ...); on each, ``nvidia-smi`` is
+``fake_nvidia_smi`` (next to this module), which reads the address from ``SSH_CONNECTION`` and answers as that
+scenario. Two addresses are special: ``no_nvidia_smi`` has no ``nvidia-smi`` on its PATH, ``no_python`` has
+no ``python3`` (its PATH is a folder of links to a few POSIX tools plus the stub), so the collector's
+shell fallback runs. ``extra_healthy`` more healthy nodes (127.0.1.1, 127.0.1.2, ...) serve fan-out
+tests and benchmarks. The integration tests' ``sshd_cluster`` fixture (``tests/integration/conftest.py``)
+and ``bench/sweep_loopback.py`` both start it through :func:`running_cluster`.
+
+How: throwaway ed25519 host and client keys, an ``authorized_keys``, ``known_hosts`` files (one right, one
+listing a different host key), one ``sshd -D -e`` per 16 addresses (OpenSSH's ``MAX_LISTEN_SOCKS``), all on
+one free port. The node's environment comes from ``SetEnv`` in ``Match LocalAddress`` blocks (sshd_config(5)
+allows SetEnv under Match; for each keyword the first value obtained wins, so every address is in exactly
+one block and there is no global SetEnv). ``HOME`` points at an empty folder, so the tester's own
+``~/.bashrc`` (which bash sources for ssh commands, and which may put pyenv's python3 first on PATH) never
+runs on the simulated node.
+
+Standard library only (plus :class:`agent.model.Host`), and nothing from pytest: a missing OpenSSH raises
+:class:`SshdUnavailable`, which the fixture turns into a skip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.model import Host
+
+# Next to this module, so an installed package finds them too (pyproject.toml ships them as package data).
+HERE = Path(__file__).resolve().parent
+STUB = HERE / "fake_nvidia_smi"
+SCENARIOS_DIR = HERE / "scenarios"
+
+NO_NVIDIA_SMI = "no_nvidia_smi"  # nvidia-smi not installed
+NO_PYTHON = "no_python"  # no python3 anywhere on PATH; nvidia-smi answers as "healthy"
+SCENARIO_ADDRESSES: Mapping[str, str] = {
+    "127.0.0.2": "healthy",
+    "127.0.0.3": "case_study",
+    "127.0.0.4": "bandwidth_bound",
+    "127.0.0.5": "idle",
+    "127.0.0.6": "power_reduced",
+    "127.0.0.7": "driver_error",
+    "127.0.0.8": "no_devices",
+    "127.0.0.9": "hang",
+    "127.0.0.10": "one_lost",
+    "127.0.0.11": "old_driver",
+    "127.0.0.12": "mixed",
+    "127.0.0.13": "pcie_degraded",
+    "127.0.0.14": "thermal",
+    "127.0.0.15": "ecc",
+    "127.0.0.16": NO_NVIDIA_SMI,
+    "127.0.0.17": NO_PYTHON,
+}
+# Healthy nodes beyond the scenario ones, for fan-out tests and benchmarks (env overrides the default).
+EXTRA_HEALTHY_HOSTS = int(os.environ.get("GPUDIAG_TEST_EXTRA_HOSTS", "50"))
+# What the no-python node has on PATH besides nvidia-smi: enough for a POSIX-shell collector.
+NO_PYTHON_TOOLS = (
+    "sh", "bash", "dash", "env", "cat", "timeout", "sleep", "date", "hostname", "uname", "head", "tail", "tr",
+    "sed", "awk", "grep", "cut", "wc", "sort", "uniq", "tee", "mktemp", "rm", "mkdir", "ls", "id", "kill",
+    "printf", "echo", "test", "[", "true", "false", "expr", "od", "base64", "gzip", "nproc", "readlink",
+)
+LISTEN_LIMIT = 16  # OpenSSH's MAX_LISTEN_SOCKS: "Too many listen sockets" past this many ListenAddress
+HANG_MAX_S = 600  # a hung stub gives up on its own after this, should a test and the teardown both miss it
+
+
+class SshdUnavailable(RuntimeError):
+    """OpenSSH (sshd, ssh-keygen) is not installed here."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SshdCluster:
+    """A running loopback cluster: where it listens and the files a client needs to reach it."""
+
+    port: int
+    scenarios: Mapping[str, str]  # address -> scenario (the extra hosts are "healthy")
+    extra_addresses: tuple[str, ...]
+    known_hosts: Path  # "[127.0.0.2]:PORT ssh-ed25519 ..." for every address
+    wrong_key_known_hosts: Path  # the same addresses with a different host key
+    client_key: Path
+    user: str
+    state_dir: Path  # the stub's call counters and hang-<address>.pid files
+    logs: tuple[Path, ...]  # sshd's own logs, one per sshd
+    # The listening sshd processes, one per 16 addresses. Each reaps the sessions it served, so the
+    # cutime/cstime of /proc/<pid>/stat add up the server side's CPU (benchmarks read them).
+    sshd_pids: tuple[int, ...] = ()
+
+    def address_of(self, scenario: str) -> str:
+        """The address that plays ``scenario`` (the first one, for "healthy")."""
+        for address, name in self.scenarios.items():
+            if name == scenario:
+                return address
+        raise KeyError(f"no host plays {scenario!r}; there are {sorted(set(self.scenarios.values()))}")
+
+    def host(self, address: str, name: str | None = None) -> Host:
+        """A gpudiag ``Host`` for one address, with this cluster's port, key and known_hosts."""
+        return Host(
+            name=name or self.scenarios[address],
+            address=address,
+            user=self.user,
+            port=self.port,
+            identity_file=str(self.client_key),
+            known_hosts=str(self.known_hosts),
+        )
+
+    def hosts(self, *scenarios: str) -> tuple[Host, ...]:
+        """One ``Host`` per scenario name, named after it: ``hosts("healthy", "case_study")``."""
+        return tuple(self.host(self.address_of(s), s) for s in scenarios)
+
+    def extra_hosts(self, count: int | None = None) -> tuple[Host, ...]:
+        """The first ``count`` (default: all) extra healthy hosts, named ``healthy-001``, ..."""
+        chosen = self.extra_addresses[: len(self.extra_addresses) if count is None else count]
+        return tuple(self.host(a, f"healthy-{i:03d}") for i, a in enumerate(chosen, start=1))
+
+    def hang_pid_file(self, scenario_or_address: str = "hang") -> Path:
+        """Where the hung stub on that node writes its pid."""
+        address = scenario_or_address if scenario_or_address in self.scenarios else self.address_of(
+            scenario_or_address)
+        return self.state_dir / f"hang-{address}.pid"
+
+    def hung_stub_ended(self, scenario_or_address: str = "hang", *, wait_s: float = 5.0) -> bool:
+        """Whether the stub that hung on that node has ended (within ``wait_s``). A zombie counts as ended:
+        once its parent is gone it waits for PID 1 to reap it, which some container inits do lazily."""
+        pid = int(self.hang_pid_file(scenario_or_address).read_text())
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                return True
+            if state in ("Z", "X"):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+
+    def ssh_argv(self, address: str, command: str, *, known_hosts: Path | None = None) -> list[str]:
+        """A plain OpenSSH client command line to run ``command`` on ``address``, host key checked."""
+        return [
+            "ssh", "-F", "/dev/null", "-i", str(self.client_key), "-p", str(self.port),
+            "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
+            "-o", f"UserKnownHostsFile={known_hosts or self.known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null",
+            "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10", f"{self.user}@{address}", command,
+        ]
+
+
+def extra_address(i: int) -> str:
+    """The ``i``-th (from 0) extra host: 127.0.1.1 ... 127.0.1.254, then 127.0.2.1 ..."""
+    return f"127.0.{1 + i // 254}.{1 + i % 254}"
+
+
+def _keygen(path: Path) -> str:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", path.name, "-f", str(path)],
+                   check=True, stdin=subprocess.DEVNULL)
+    kind, blob, *_ = path.with_suffix(".pub").read_text().split()
+    return f"{kind} {blob}"
+
+
+def _install_stub(target: Path, interpreter: str) -> None:
+    # An absolute interpreter, so the stub runs on the node without python3 on PATH; -I -S: no user site,
+    # no site-packages (it needs the standard library only), and a faster start for fan-out runs.
+    lines = STUB.read_text().splitlines(keepends=True)
+    target.write_text(f"#!{interpreter} -IS\n" + "".join(lines[1:]))
+    target.chmod(0o755)
+
+
+def _link_farm(folder: Path, sources: list[Path], names: tuple[str, ...] | None, skip: str) -> None:
+    folder.mkdir()
+    for source_dir in sources:
+        if not source_dir.is_dir():
+            continue
+        for entry in sorted(source_dir.iterdir()):
+            wanted = names is None or entry.name in names
+            if wanted and entry.name != skip and not os.path.lexists(folder / entry.name):
+                (folder / entry.name).symlink_to(entry)
+
+
+def _free_port(addresses: list[str]) -> int:
+    """A port that every address can bind right now (sshd binds them a moment later)."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        try:
+            for address in addresses:
+                with socket.socket() as s:
+                    s.bind((address, port))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError("no port free on all loopback addresses")
+
+
+def _node_env(path: str, home: Path) -> str:
+    return f"SetEnv PATH={path} HOME={home} GPUDIAG_FAKE_HANG_MAX_S={HANG_MAX_S}"
+
+
+def _sshd_config(work: Path, n: int, port: int, addresses: list[str], envs: Mapping[str, str],
+                 keys: Mapping[str, Path], penalties: bool) -> Path:
+    lines = [f"Port {port}", *(f"ListenAddress {a}" for a in addresses),
+             f"HostKey {keys['host']}", f"PidFile {work / f'sshd-{n}.pid'}",
+             f"AuthorizedKeysFile {keys['authorized']}", "UsePAM no", "StrictModes no",
+             "PasswordAuthentication no", "KbdInteractiveAuthentication no",
+             "PermitRootLogin prohibit-password", "MaxStartups 1000", "MaxSessions 100", "UseDNS no",
+             "PrintMotd no", "PrintLastLog no", "LogLevel INFO"]
+    if penalties:  # OpenSSH >= 9.8 would otherwise lock out 127.0.0.1 after the wrong-host-key tests
+        lines.append("PerSourcePenalties no")
+    for address in addresses:
+        lines += [f"Match LocalAddress {address}", "    " + envs[address]]
+    path = work / f"sshd-{n}.conf"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _wait_listening(proc: subprocess.Popen[bytes], addresses: list[str], port: int, log: Path) -> None:
+    deadline = time.monotonic() + 15
+    pending = list(addresses)
+    while pending:
+        if proc.poll() is not None:
+            raise RuntimeError(f"sshd exited {proc.returncode}: {log.read_text()[-2000:]}")
+        try:
+            with socket.create_connection((pending[0], port), timeout=0.5) as s:
+                if s.recv(8).startswith(b"SSH-"):
+                    pending.pop(0)
+                    continue
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"sshd not answering on {pending[0]}:{port}: {log.read_text()[-2000:]}")
+        time.sleep(0.05)
+
+
+def _end_hung_stubs(state_dir: Path, stub_paths: tuple[Path, ...]) -> None:
+    """Kill what the hang scenario left, if a test did not: only processes running our stub."""
+    for pid_file in state_dir.glob("hang-*.pid"):
+        with contextlib.suppress(OSError, ValueError):
+            pid = int(pid_file.read_text())
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            if any(str(p) in cmdline for p in stub_paths):
+                os.kill(pid, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def running_cluster(work: Path, *, extra_healthy: int = EXTRA_HEALTHY_HOSTS,
+                    scenarios: Mapping[str, str] = SCENARIO_ADDRESSES) -> Iterator[SshdCluster]:
+    """Start the cluster in the empty folder ``work``; stop it (and any hung stub) on exit."""
+    sshd = shutil.which("sshd") or next((p for p in ("/usr/sbin/sshd", "/usr/local/sbin/sshd")
+                                         if os.access(p, os.X_OK)), None)
+    missing = [name for name, path in (("sshd", sshd), ("ssh-keygen", shutil.which("ssh-keygen")),
+                                        ("ssh", shutil.which("ssh"))) if path is None]
+    if missing or sshd is None:
+        raise SshdUnavailable(f"OpenSSH not installed ({', '.join(missing)} missing): "
+                              "apt-get install openssh-server openssh-client")
+    if os.geteuid() == 0:  # sshd refuses to start as root without its privilege separation folder
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+
+    extras = tuple(extra_address(i) for i in range(extra_healthy))
+    all_scenarios = {**scenarios, **dict.fromkeys(extras, "healthy")}
+    addresses = list(all_scenarios)
+    state_dir, home, node = work / "state", work / "home", work / "node"
+    for folder in (state_dir, home, node):
+        folder.mkdir()
+    keys = {"host": work / "host_key", "client": work / "client_key", "wrong": work / "wrong_host_key",
+            "authorized": work / "authorized_keys"}
+    host_key, client_pub, wrong_key = (_keygen(keys[k]) for k in ("host", "client", "wrong"))
+    keys["authorized"].write_text(client_pub + "\n")
+    keys["authorized"].chmod(0o600)
+
+    # The node's three PATHs: stub first; no nvidia-smi; no python3.
+    bin_dir = node / "bin"
+    bin_dir.mkdir()
+    _install_stub(bin_dir / "nvidia-smi", sys.executable)
+    (bin_dir / "scenarios").symlink_to(SCENARIOS_DIR)
+    stub_hosts = {a: ("healthy" if s in (NO_PYTHON, NO_NVIDIA_SMI) else s) for a, s in all_scenarios.items()}
+    (bin_dir / "hosts.json").write_text(json.dumps({**stub_hosts, "_state_dir": str(state_dir)}, indent=1))
+    system = [Path("/usr/local/bin"), Path("/usr/bin"), Path("/bin")]
+    _link_farm(node / "no_smi", system, None, skip="nvidia-smi")
+    _link_farm(node / "no_python", system, NO_PYTHON_TOOLS, skip="nvidia-smi")
+    (node / "no_python" / "nvidia-smi").symlink_to(bin_dir / "nvidia-smi")
+    envs = {a: _node_env(f"{bin_dir}:/usr/bin:/bin", home) for a in addresses}
+    envs.update({a: _node_env(str(node / "no_smi"), home) for a, s in scenarios.items() if s == NO_NVIDIA_SMI})
+    envs.update({a: _node_env(str(node / "no_python"), home) for a, s in scenarios.items() if s == NO_PYTHON})
+
+    probe = _sshd_config(work, 0, 2222, addresses[:1], envs, keys, penalties=True)
+    check = subprocess.run([sshd, "-t", "-f", str(probe)], capture_output=True, text=True)
+    penalties = "PerSourcePenalties" not in check.stderr
+
+    procs: list[subprocess.Popen[bytes]] = []
+    logs: list[Path] = []
+    try:
+        for attempt in range(3):
+            port = _free_port(addresses)
+            groups = [addresses[i:i + LISTEN_LIMIT] for i in range(0, len(addresses), LISTEN_LIMIT)]
+            logs = [work / f"sshd-{n}.log" for n in range(len(groups))]
+            try:
+                for n, group in enumerate(groups):
+                    config = _sshd_config(work, n, port, group, envs, keys, penalties)
+                    with logs[n].open("ab") as log:
+                        procs.append(subprocess.Popen([sshd, "-D", "-e", "-f", str(config)],
+                                                      stdin=subprocess.DEVNULL, stdout=log, stderr=log))
+                    _wait_listening(procs[-1], group, port, logs[n])
+                break
+            except RuntimeError:
+                _stop(procs)
+                procs.clear()
+                if attempt == 2:
+                    raise
+        (work / "known_hosts").write_text("".join(f"[{a}]:{port} {host_key}\n" for a in addresses))
+        (work / "wrong_known_hosts").write_text("".join(f"[{a}]:{port} {wrong_key}\n" for a in addresses))
+        yield SshdCluster(
+            port=port, scenarios=all_scenarios, extra_addresses=extras, known_hosts=work / "known_hosts",
+            wrong_key_known_hosts=work / "wrong_known_hosts", client_key=keys["client"],
+            user=getpass.getuser(), state_dir=state_dir, logs=tuple(logs),
+            sshd_pids=tuple(p.pid for p in procs),
+        )
+    finally:
+        _stop(procs)
+        _end_hung_stubs(state_dir, (bin_dir / "nvidia-smi",))
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

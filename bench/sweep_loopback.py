@@ -1,0 +1,502 @@
+"""How fast gpudiag sweeps N hosts over real SSH, next to pdsh and clush on the same hosts. Prints numbers only.
+
+Run from the repository root (needs OpenSSH's sshd and ssh; pdsh and clush are optional)::
+
+    python3 bench/sweep_loopback.py                  # sizes 50 and 100 (about 2 minutes on 2 cores)
+    python3 bench/sweep_loopback.py --sizes 50,100,200
+
+For each size N it starts :func:`agent.simulate.loopback.running_cluster` with N healthy simulated nodes
+(127.0.1.1, 127.0.1.2, ...: one real ``sshd`` per 16 addresses, the fake ``nvidia-smi`` on each) and runs,
+one after the other, on the same hosts with the same key, port and ``known_hosts``:
+
+- ``gpudiag CLI``: ``python3 -m agent.cli sweep -i INVENTORY --format json`` as a subprocess (Python start-up
+  included), once with ``--samples 1 --interval 0`` (one reading, comparable to one nvidia-smi call) and once
+  with the defaults (5 samples 0.5 s apart: a 2 s window);
+- ``gpudiag in-process``: :func:`agent.runner.sweep` with :class:`agent.transport.SshTransport`
+  (``SshOptions(ssh_config=[], connect_timeout_s=10)``) inside this process, one sample: the same sweep
+  without interpreter start-up, imports and report rendering (the CLI rows minus this row is that overhead);
+- ``pdsh -R ssh`` and ``clush`` running one ``nvidia-smi --query-gpu=... --format=csv,noheader,nounits``
+  per host through OpenSSH's ``ssh`` (one ssh process per host);
+- a dead host (a TCP listener that accepts and never speaks) swept alone with ``--connect-timeout 2``, and the
+  N healthy hosts plus that dead host together.
+
+Columns of the table printed per size:
+
+- ``fan-out``: hosts in flight (``--concurrency``/``-f``); "(default)" marks each tool's own default;
+- ``wall s``: elapsed seconds, start of the command to its exit;
+- ``CPU s``: user + system CPU of the client with every descendant it reaped (pdsh's and clush's ssh
+  processes): GNU ``/usr/bin/time``'s ``%U + %S`` (else ``os.wait4``); in-process, ``getrusage`` SELF +
+  CHILDREN deltas;
+- ``ms/host``: that CPU divided by N;
+- ``RSS 1p``: peak resident memory of the largest single client process, MiB: ``/usr/bin/time``'s ``%M``
+  (else ``ru_maxrss`` of ``os.wait4``, which on Linux reports at least this benchmark's own RSS, inherited
+  across fork and exec); in-process, this process's ``VmHWM`` reset just before the sweep (so it includes the
+  benchmark itself and its imports);
+- ``RSS sum``: peak of the summed RSS of the client's whole process tree, MiB, sampled every 0.2 s from /proc
+  (pdsh and clush hold one ssh process per host in flight, which ``RSS 1p`` does not add up; sampling can
+  miss a short peak, so it may read below ``RSS 1p``); "-" in-process;
+- ``ok``: hosts that answered (gpudiag: status ``ok`` in the JSON; pdsh/clush: distinct host prefixes in
+  the output);
+- ``wall x`` / ``CPU x``: this row divided by the reference row, gpudiag CLI with one sample at fan-out 64;
+- ``sshd CPU s``: CPU the server side spent for this run (the sshd listeners' reaped children: sshd sessions,
+  shells, ``python3`` collectors, fake ``nvidia-smi`` processes), from /proc/<pid>/stat cutime + cstime;
+- ``busy %``: (client CPU + sshd CPU) / (wall x cores). Near 100 %, client and server compete for the same
+  cores and the side with the bigger CPU share is what to make cheaper;
+- ``other s``: CPU the rest of the machine used meanwhile (/proc/stat busy time minus client CPU and sshd CPU:
+  this benchmark's own sampling, and anything else running). Much above 0, the run was disturbed and a
+  warning line says so.
+
+Also printed: the start-up of ``python3 -c pass`` and of ``python3 -m agent.cli --help`` (median of 5 runs);
+one "bottleneck" line per row (CPU-bound when busy > 75 %, and which side used most of the CPU); the dead host
+alone (wall time against the connect timeout) and the N healthy hosts plus the dead host in one sweep (wall
+time against max(dead host alone, healthy sweep), which it should be close to, and against connect timeout +
+healthy sweep, which it should not be). "sshd could not serve N hosts" means the cluster did not come up at
+that size; an ``ok`` below N/N means some hosts did not answer that tool.
+
+Client and servers share this machine, so these numbers are about relative cost, not about a real cluster,
+where each node's share runs on its own CPU. Nothing here is asserted by any test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import resource
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # run from a checkout without installing
+
+from agent.model import Host, HostStatus  # noqa: E402
+from agent.runner import SweepOptions, sweep  # noqa: E402
+from agent.simulate.loopback import SshdCluster, SshdUnavailable, running_cluster  # noqa: E402
+from agent.transport import SshOptions, SshTransport  # noqa: E402
+
+FAN_OUT = 64
+DEFAULT_FAN_OUT = {"gpudiag": 64, "pdsh": 32, "clush": 64}
+DEAD_CONNECT_TIMEOUT_S = 2.0
+QUERY = ("nvidia-smi --query-gpu=index,name,utilization.gpu,utilization.memory,power.draw,enforced.power.limit "
+         "--format=csv,noheader,nounits")
+TICK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+CORES = os.cpu_count() or 1
+TIME = os.access("/usr/bin/time", os.X_OK)  # GNU time: the tool's own peak RSS (see run_measured)
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Row:
+    """One measured run."""
+
+    tool: str
+    fan_out: str
+    wall_s: float
+    cpu_s: float
+    rss_one_mib: float
+    rss_sum_mib: float | None
+    answered: int
+    sshd_cpu_s: float
+    other_cpu_s: float = 0.0  # busy CPU of the whole machine during the run, minus client and sshd side
+    note: str = ""
+
+
+# -- measuring ------------------------------------------------------------------------------------
+def sshd_cpu_s(pids: Sequence[int]) -> float:
+    """CPU of the sshd listeners and everything they reaped (utime + stime + cutime + cstime)."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += sum(int(f) for f in fields[11:15])
+    return total / TICK
+
+
+def machine_busy_s() -> float:
+    """CPU seconds this machine has spent busy (all cores, all processes), from /proc/stat."""
+    with contextlib.suppress(OSError, ValueError):
+        ticks = [int(t) for t in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return (sum(ticks[:8]) - ticks[3] - ticks[4]) / TICK  # all but idle and iowait (guest is in user)
+    return 0.0
+
+
+def _tree_rss_bytes(root: int) -> int:
+    """Summed RSS of ``root`` and its descendants now, from /proc/<pid>/stat (ppid, rss in pages)."""
+    parent: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()
+            parent[int(entry.name)], rss[int(entry.name)] = int(fields[1]), int(fields[21])
+    inside, total = {root}, 0
+    for pid in sorted(parent):  # a child's pid is almost always above its parent's; re-walk to be sure
+        chain, p = [], pid
+        while p not in inside and p in parent and p > 1:
+            chain.append(p)
+            p = parent[p]
+        if p in inside:
+            inside.update(chain)
+    for pid in inside:
+        total += rss.get(pid, 0)
+    return total * PAGE
+
+
+class TreeSampler:
+    """Samples the summed RSS of a process tree every ``period_s`` in a thread; ``peak_mib`` afterwards."""
+
+    def __init__(self, root: int, period_s: float = 0.2) -> None:
+        self.root, self.period_s, self.peak = root, period_s, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, _tree_rss_bytes(self.root))
+            self._stop.wait(self.period_s)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.peak / 2**20
+
+
+def _sshd_settled(pids: Sequence[int], wait_s: float = 2.0) -> None:
+    """Wait until the sshd listeners have reaped every session (their CPU counts only then)."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            if not any(Path(f"/proc/{p}/task/{p}/children").read_text().strip() for p in pids):
+                return
+        except OSError:  # no /proc/<pid>/task/<pid>/children on this kernel: a fixed pause instead
+            time.sleep(0.3)
+            return
+        time.sleep(0.02)
+
+
+def run_measured(argv: Sequence[str], *, env: dict[str, str], sshd_pids: Sequence[int]
+                 ) -> tuple[int, str, str, float, float, float, float, float, float]:
+    """Run ``argv``; (exit code, stdout, stderr, wall s, CPU s, RSS 1p MiB, RSS sum MiB, sshd CPU s, other CPU s).
+
+    Under GNU ``/usr/bin/time`` when there is one: a child forked straight from this (large) Python process
+    would report this process's RSS as its own peak, since Linux keeps ``maxrss`` across fork and exec.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        out_path, err_path, usage_path = Path(tmp, "out"), Path(tmp, "err"), Path(tmp, "usage")
+        wrapper = ["/usr/bin/time", "-o", str(usage_path), "-f", "%U %S %M"] if TIME else []
+        _sshd_settled(sshd_pids)
+        before = sshd_cpu_s(sshd_pids)
+        busy_before = machine_busy_s()
+        with out_path.open("wb") as out, err_path.open("wb") as err:
+            started = time.monotonic()
+            proc = subprocess.Popen([*wrapper, *argv], stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
+            sampler = TreeSampler(proc.pid)
+            _, status, usage = os.wait4(proc.pid, 0)  # this child's rusage, with every descendant it reaped
+            wall = time.monotonic() - started
+            busy = machine_busy_s() - busy_before
+        rss_sum = sampler.stop()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        cpu, rss_one = usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+        if TIME:
+            with contextlib.suppress(OSError, ValueError):
+                user, system, max_kib = usage_path.read_text().split()[-3:]
+                cpu, rss_one = float(user) + float(system), int(max_kib) / 1024
+        _sshd_settled(sshd_pids)
+        sshd = sshd_cpu_s(sshd_pids) - before
+        return (proc.returncode, out_path.read_text(errors="replace"), err_path.read_text(errors="replace"), wall,
+                cpu, rss_one, rss_sum, sshd, max(0.0, busy - cpu - sshd))
+
+
+def _reset_peak_rss() -> None:
+    with contextlib.suppress(OSError):  # Linux >= 4.0: "5" resets VmHWM to the current RSS
+        Path("/proc/self/clear_refs").write_text("5")
+
+
+def _peak_rss_mib() -> float:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _cpu_now() -> float:
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+# -- the contenders -------------------------------------------------------------------------------
+def write_inventory(path: Path, cluster: SshdCluster, hosts: Sequence[Host]) -> Path:
+    lines = ["defaults:", f"  user: {cluster.user}", f"  port: {cluster.port}",
+             f"  identity_file: {cluster.client_key}", f"  known_hosts: {cluster.known_hosts}", "hosts:"]
+    lines += [f"  {h.name}: {{address: {h.address}" + (f", port: {h.port}" if h.port != cluster.port else "") + "}"
+              for h in hosts]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def gpudiag_cli(cluster: SshdCluster, inventory: Path, extra: Sequence[str], label: str,
+                concurrency: int = FAN_OUT) -> tuple[Row, dict[str, Any]]:
+    argv = [sys.executable, "-m", "agent.cli", "sweep", "-i", str(inventory), "--format", "json",
+            "--concurrency", str(concurrency), *extra]
+    code, out, err, wall, cpu, rss_one, rss_sum, sshd, other = run_measured(argv, env=ENV, sshd_pids=cluster.sshd_pids)
+    try:
+        doc = json.loads(out)
+    except json.JSONDecodeError:
+        doc = {"hosts": []}
+    answered = sum(1 for h in doc["hosts"] if h["status"] == "ok")
+    note = "" if out else f"exit {code}: {err.strip().splitlines()[-1] if err.strip() else 'no output'}"
+    note = note or not_ok(doc)
+    return Row(tool=label, fan_out=_fan(concurrency, "gpudiag"), wall_s=wall, cpu_s=cpu, rss_one_mib=rss_one,
+               rss_sum_mib=rss_sum, answered=answered, sshd_cpu_s=sshd, other_cpu_s=other, note=note), doc
+
+
+def not_ok(doc: dict[str, Any]) -> str:
+    """The hosts that did not answer ``ok`` and why, in a few words ("" when all did)."""
+    hosts = doc.get("hosts")
+    bad = [h for h in hosts if h["status"] != "ok"] if isinstance(hosts, list) else []
+    reasons: dict[str, list[str]] = {}
+    for h in bad:
+        reasons.setdefault(f"{h['status']}: {h['error']}", []).append(f"{h['host']} after {h['duration_s']} s")
+    return "; ".join(f"{len(who)} host(s) {why} ({', '.join(who[:3])})" for why, who in reasons.items())
+
+
+def gpudiag_in_process(cluster: SshdCluster, hosts: Sequence[Host], samples: int, interval_s: float,
+                       label: str) -> Row:
+    options = SweepOptions(samples=samples, interval_s=interval_s, concurrency=FAN_OUT)
+    transport = SshTransport(SshOptions(ssh_config=[], connect_timeout_s=10))
+    _sshd_settled(cluster.sshd_pids)
+    _reset_peak_rss()
+    before_sshd, before_busy = sshd_cpu_s(cluster.sshd_pids), machine_busy_s()
+    before_cpu, started = _cpu_now(), time.monotonic()
+    report = asyncio.run(sweep(list(hosts), transport, options))
+    wall, cpu, busy = time.monotonic() - started, _cpu_now() - before_cpu, machine_busy_s() - before_busy
+    _sshd_settled(cluster.sshd_pids)
+    sshd = sshd_cpu_s(cluster.sshd_pids) - before_sshd
+    bad = [h for h in report.hosts if h.status is not HostStatus.OK]
+    note = "; ".join(f"{h.host} {h.status.value} after {h.duration_s} s: {h.error}" for h in bad[:3])
+    return Row(tool=label, fan_out=_fan(FAN_OUT, "gpudiag"), wall_s=wall, cpu_s=cpu, rss_one_mib=_peak_rss_mib(),
+               rss_sum_mib=None, answered=len(report.hosts) - len(bad), sshd_cpu_s=sshd,
+               other_cpu_s=max(0.0, busy - cpu - sshd), note=note)
+
+
+def _ssh_options(cluster: SshdCluster) -> str:
+    return (f"-i {cluster.client_key} -p {cluster.port} -o UserKnownHostsFile={cluster.known_hosts} "
+            "-o StrictHostKeyChecking=yes -o BatchMode=yes -F /dev/null -o IdentitiesOnly=yes "
+            "-o GlobalKnownHostsFile=/dev/null -o ConnectTimeout=10")
+
+
+def hostlist(addresses: Sequence[str]) -> str:
+    """``127.0.1.[1-254],127.0.2.[1-46]``: contiguous addresses folded per /24, as pdsh and clush read them."""
+    by_prefix: dict[str, list[int]] = {}
+    for address in addresses:
+        prefix, last = address.rsplit(".", 1)
+        by_prefix.setdefault(prefix, []).append(int(last))
+    return ",".join(f"{p}.[{min(n)}-{max(n)}]" for p, n in by_prefix.items())
+
+
+def _distinct_hosts(out: str) -> int:
+    return len({line.split(":", 1)[0] for line in out.splitlines() if line.count(",") >= 5})
+
+
+def pdsh(cluster: SshdCluster, addresses: Sequence[str], fan_out: int) -> Row:
+    argv = ["pdsh", "-R", "ssh", "-w", hostlist(addresses), "-f", str(fan_out), "-u", "30", QUERY]
+    env = {**os.environ, "PDSH_SSH_ARGS_APPEND": _ssh_options(cluster)}
+    code, out, err, wall, cpu, rss_one, rss_sum, sshd, other = run_measured(argv, env=env, sshd_pids=cluster.sshd_pids)
+    note = f"exit {code}: {err.strip().splitlines()[0][:80]}" if code and err.strip() else ""
+    return Row(tool="pdsh -R ssh", fan_out=_fan(fan_out, "pdsh"), wall_s=wall, cpu_s=cpu, rss_one_mib=rss_one,
+               rss_sum_mib=rss_sum, answered=_distinct_hosts(out), sshd_cpu_s=sshd, other_cpu_s=other, note=note)
+
+
+def clush(cluster: SshdCluster, addresses: Sequence[str], fan_out: int) -> Row:
+    argv = ["clush", "-w", hostlist(addresses), "-f", str(fan_out), "-o", _ssh_options(cluster), "-u", "30", QUERY]
+    code, out, err, wall, cpu, rss_one, rss_sum, sshd, other = run_measured(argv, env=dict(os.environ),
+                                                                            sshd_pids=cluster.sshd_pids)
+    note = f"exit {code}: {err.strip().splitlines()[0][:80]}" if code and err.strip() else ""
+    return Row(tool="clush", fan_out=_fan(fan_out, "clush"), wall_s=wall, cpu_s=cpu, rss_one_mib=rss_one,
+               rss_sum_mib=rss_sum, answered=_distinct_hosts(out), sshd_cpu_s=sshd, other_cpu_s=other, note=note)
+
+
+def _fan(n: int, tool: str) -> str:
+    return f"{n} (default)" if DEFAULT_FAN_OUT[tool] == n else str(n)
+
+
+@contextlib.contextmanager
+def silent_listener() -> Iterator[int]:
+    """A TCP port that accepts and never says a word: a hung sshd or a black-holed host."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    server.settimeout(0.2)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                held.append(server.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield int(server.getsockname()[1])
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        server.close()
+
+
+# -- reporting ------------------------------------------------------------------------------------
+def table(rows: Sequence[Row], reference: Row, size: int) -> str:
+    head = ("tool", "fan-out", "wall s", "CPU s", "ms/host", "RSS 1p", "RSS sum", "ok", "wall x", "CPU x",
+            "sshd CPU s", "busy %", "other s")
+    body = []
+    for r in rows:
+        busy = 100 * (r.cpu_s + r.sshd_cpu_s) / (r.wall_s * CORES)
+        body.append((r.tool, r.fan_out, f"{r.wall_s:.2f}", f"{r.cpu_s:.2f}", f"{1000 * r.cpu_s / size:.1f}",
+                     f"{r.rss_one_mib:.0f}", "-" if r.rss_sum_mib is None else f"{r.rss_sum_mib:.0f}",
+                     f"{r.answered}/{size}", f"{r.wall_s / reference.wall_s:.2f}",
+                     f"{r.cpu_s / reference.cpu_s:.2f}", f"{r.sshd_cpu_s:.2f}", f"{busy:.0f}",
+                     f"{r.other_cpu_s:.2f}"))
+    widths = [max(len(str(x[i])) for x in (head, *body)) for i in range(len(head))]
+    fmt = "  ".join(f"{{:<{w}}}" if i < 2 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
+    lines += [fmt.format(*b) for b in body]
+    lines += [f"  note: {r.tool} @ {r.fan_out}: {r.note}" for r in rows if r.note]
+    noisy = [r for r in rows if r.other_cpu_s > 0.1 * r.wall_s * CORES]
+    if noisy:
+        lines.append(f"  warning: other processes used over 10 % of the machine during {len(noisy)} run(s) "
+                     f"({', '.join(f'{r.tool} @ {r.fan_out}' for r in noisy)}): those numbers are disturbed")
+    return "\n".join(lines)
+
+
+def bottleneck(rows: Sequence[Row]) -> list[str]:
+    lines = []
+    for r in rows:
+        share = r.sshd_cpu_s / max(1e-9, r.cpu_s + r.sshd_cpu_s)
+        busy = (r.cpu_s + r.sshd_cpu_s) / (r.wall_s * CORES)
+        where = "sshd side" if share > 0.5 else "client"
+        verdict = (f"CPU-bound ({busy:.0%} of {CORES} cores busy), mostly the {where} ({max(share, 1 - share):.0%})"
+                   if busy > 0.75 else f"not CPU-bound ({busy:.0%} of {CORES} cores busy): waiting (sleeps, I/O)")
+        lines.append(f"  {r.tool} @ {r.fan_out}: {verdict}")
+    return lines
+
+
+def startup_s(argv: Sequence[str], runs: int = 5) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.monotonic()
+        subprocess.run(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV, check=False)
+        times.append(time.monotonic() - started)
+    return statistics.median(times)
+
+
+def _version(argv: Sequence[str]) -> str:
+    if shutil.which(argv[0]) is None:
+        return "not installed"
+    done = subprocess.run(list(argv), capture_output=True, text=True, check=False)
+    return (done.stdout + done.stderr).strip().splitlines()[0]
+
+
+# -- one size -------------------------------------------------------------------------------------
+def bench_size(size: int) -> None:
+    print(f"\n== {size} hosts " + "=" * 80)
+    with tempfile.TemporaryDirectory(prefix="gpudiag-bench-") as tmp, contextlib.ExitStack() as stack:
+        work = Path(tmp)
+        (work / "cluster").mkdir()
+        started = time.monotonic()
+        try:
+            cluster = stack.enter_context(running_cluster(work / "cluster", extra_healthy=size, scenarios={}))
+        except SshdUnavailable:
+            raise
+        except (RuntimeError, OSError) as exc:  # e.g. sshd not answering on every address in time
+            print(f"sshd could not serve {size} hosts: {exc}")
+            return
+        print(f"cluster: {len(cluster.sshd_pids)} sshd on port {cluster.port}, up in "
+              f"{time.monotonic() - started:.1f} s")
+        run_size(cluster, work, size)
+
+
+def run_size(cluster: SshdCluster, work: Path, size: int) -> None:
+    hosts = cluster.extra_hosts(size)
+    addresses = [h.target for h in hosts]
+    inventory = write_inventory(work / "inventory.yaml", cluster, hosts)
+    gpudiag_cli(cluster, write_inventory(work / "warm.yaml", cluster, hosts[:4]), ["--samples", "1"], "warm-up")
+
+    one = ["--samples", "1", "--interval", "0"]
+    reference, _ = gpudiag_cli(cluster, inventory, one, "gpudiag CLI, 1 sample")
+    rows = [reference, gpudiag_cli(cluster, inventory, [], "gpudiag CLI, 5 samples/2 s")[0],
+            gpudiag_in_process(cluster, hosts, 1, 0.0, "gpudiag in-process, 1 sample")]
+    for name, tool, fan_outs in (("pdsh", pdsh, (FAN_OUT, DEFAULT_FAN_OUT["pdsh"])),
+                                 ("clush", clush, (FAN_OUT,))):
+        if shutil.which(name) is None:
+            print(f"{name}: not installed, skipped")
+            continue
+        rows += [tool(cluster, addresses, f) for f in fan_outs]
+    unserved = [r for r in rows if r.answered < size]
+    print(table(rows, reference, size))
+    if unserved:
+        print(f"  sshd did not serve every host for: {', '.join(f'{r.tool} @ {r.fan_out}' for r in unserved)}")
+    print("bottleneck (client CPU vs sshd-side CPU; client and servers share these cores):")
+    print("\n".join(bottleneck(rows)))
+
+    with silent_listener() as port:
+        dead = Host(name="dead", address="127.0.0.1", port=port)
+        timeout = ["--connect-timeout", f"{DEAD_CONNECT_TIMEOUT_S:g}"]
+        alone, doc = gpudiag_cli(cluster, write_inventory(work / "dead.yaml", cluster, [dead]), [*one, *timeout],
+                                 "dead host alone")
+        status = next((f"{h['status']}: {h['error']}" for h in doc["hosts"]), "no report")
+        both, doc = gpudiag_cli(cluster, write_inventory(work / "both.yaml", cluster, [*hosts, dead]),
+                                [*one, *timeout], "healthy + dead")
+    answered = sum(1 for h in doc["hosts"] if h["status"] == "ok")
+    others = not_ok({"hosts": [h for h in doc["hosts"] if h["host"] != "dead"]})
+    print(f"dead host alone (--connect-timeout {DEAD_CONNECT_TIMEOUT_S:g}): wall {alone.wall_s:.2f} s = connect "
+          f"timeout + {alone.wall_s - DEAD_CONNECT_TIMEOUT_S:.2f} s ({status})")
+    expected = max(alone.wall_s, reference.wall_s)
+    print(f"{size} healthy + the dead host: wall {both.wall_s:.2f} s, {answered}/{size} ok; "
+          f"max(dead host alone, healthy sweep) = {expected:.2f} s, connect timeout + healthy sweep = "
+          f"{DEAD_CONNECT_TIMEOUT_S + reference.wall_s:.2f} s")
+    if others:
+        print(f"  note: besides the dead host, {others}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--sizes", default="50,100", help="comma-separated host counts (default 50,100)")
+    sizes = [int(s) for s in parser.parse_args().sizes.split(",") if s.strip()]
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # pdsh/clush/gpudiag children inherit it
+    wanted = max(sizes) * 8 + 256
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard),
+                                                    hard))
+    print(f"machine: {CORES} cores, Python {sys.version.split()[0]}, {_version(['ssh', '-V'])}, "
+          f"{_version(['pdsh', '-V'])}, {_version(['clush', '--version'])}")
+    print(f"start-up, median of 5: python3 -c pass {startup_s([sys.executable, '-c', 'pass']):.3f} s, "
+          f"python3 -m agent.cli --help {startup_s([sys.executable, '-m', 'agent.cli', '--help']):.3f} s")
+    try:
+        for size in sizes:
+            bench_size(size)
+    except SshdUnavailable as exc:
+        print(f"cannot run: {exc}")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
