@@ -114,8 +114,25 @@ def choose_fields(known):
     return chosen
 
 
+def cuda_version_from_libcuda():
+    """The CUDA driver version from libcuda's cuDriverGetVersion (no GPU initialisation, a few ms), or None."""
+    try:
+        import ctypes
+        lib = ctypes.CDLL("libcuda.so.1")
+        version = ctypes.c_int(0)
+        if lib.cuDriverGetVersion(ctypes.byref(version)) == 0 and version.value > 0:
+            return "%d.%d" % (version.value // 1000, (version.value % 1000) // 10)
+    except Exception:  # no libcuda here, or an odd one: ask nvidia-smi instead
+        pass
+    return None
+
+
 def cuda_version(smi, timeout_s):
-    """The CUDA version from plain nvidia-smi's header ("CUDA Version: 13.0"); no query field has it."""
+    """The CUDA version: from libcuda when it loads, else plain nvidia-smi's header ("CUDA Version: 13.0");
+    no --query-gpu field has it."""
+    found = cuda_version_from_libcuda()
+    if found:
+        return found
     code, out, _ = _run([smi], timeout_s)
     match = re.search(r"CUDA Version:\s*([0-9.]+)", out)
     return match.group(1) if match else None
@@ -142,16 +159,24 @@ def collect(samples, interval_s, call_timeout_s, doc=None):
     if smi is None:
         doc["nvidia_smi"] = {"path": None, "status": "missing"}
         return doc
-    code, help_text, err = _run([smi, "--help-query-gpu"], call_timeout_s)
-    doc["nvidia_smi"] = {"path": smi, "help_exit": code}
-    known = known_fields(help_text)
-    if code != 0 or not known:
-        # Older drivers print the help with exit 0; anything else means the help is unusable.
-        doc["problems"].append("nvidia-smi --help-query-gpu: exit %s %s" % (code, (err or help_text)[:400]))
-        known = {name for _, candidates in FIELDS for name in candidates[-1:]}
-    chosen = choose_fields(known)
+    doc["nvidia_smi"] = {"path": smi}
+    # Ask with the newest field names first; only a driver that rejects one of them costs a look at
+    # --help-query-gpu (old drivers lack compute_cap and spell the reasons clocks_throttle_reasons.*).
+    chosen = [(logical, candidates[0]) for logical, candidates in FIELDS]
+    query = _query(smi, chosen)
+    first = _run(query, call_timeout_s)
+    if first[0] == 2 and "not a valid field" in first[1] + first[2]:
+        code, help_text, err = _run([smi, "--help-query-gpu"], call_timeout_s)
+        doc["nvidia_smi"]["help_exit"] = code
+        known = known_fields(help_text)
+        if code != 0 or not known:
+            doc["problems"].append("nvidia-smi --help-query-gpu: exit %s %s" % (code, (err or help_text)[:400]))
+            known = {name for _, candidates in FIELDS for name in candidates[-1:]}
+        chosen = choose_fields(known)
+        query = _query(smi, chosen)
+        first = None
     doc["fields"] = [[logical, name] for logical, name in chosen]
-    query = [smi, "--query-gpu=" + ",".join(name for _, name in chosen), "--format=csv,noheader,nounits"]
+    cuda = _in_thread(doc, lambda: doc.__setitem__("cuda_version", cuda_version(smi, call_timeout_s)))
     start = time.monotonic()
     for i in range(samples):
         due = start + i * interval_s
@@ -159,18 +184,46 @@ def collect(samples, interval_s, call_timeout_s, doc=None):
         if delay > 0:
             time.sleep(delay)
         t = time.monotonic() - start
-        code, out, err = _run(query, call_timeout_s)
+        code, out, err = first if (i == 0 and first is not None) else _run(query, call_timeout_s)
         doc["samples"].append({"t_s": round(t, 3), "exit": code, "stdout": out, "stderr": err})
         if code in (6, 9, 12, 127):
             break  # no devices / no driver / no NVML: asking again says nothing new
-    if doc["samples"] and doc["samples"][0]["exit"] not in (6, 9, 12, 127):
-        doc["cuda_version"] = cuda_version(smi, call_timeout_s)
+    cuda.join()
+    if not doc["samples"] or doc["samples"][0]["exit"] in (6, 9, 12, 127):
+        doc["cuda_version"] = None  # what a failing driver's header says is not a version
     return doc
+
+
+def _query(smi, chosen):
+    return [smi, "--query-gpu=" + ",".join(name for _, name in chosen), "--format=csv,noheader,nounits"]
+
+
+def _in_thread(doc, fn):
+    """Run ``fn()`` beside the sampling (a failure goes to the document's problems). The waits are
+    subprocesses and sleeps, so threads overlap them instead of adding them up."""
+    import threading
+
+    def run():
+        try:
+            fn()
+        except Exception as exc:  # an extra must not cost the readings
+            doc["problems"].append("%s: %s" % (type(exc).__name__, exc))
+
+    thread = threading.Thread(target=run)
+    thread.daemon = True
+    thread.start()
+    return thread
 
 
 def collect_nvml(doc, samples, interval_s):
     """Read the GPUs through NVML into ``doc``; False (and the reason in the document) when NVML cannot
     be used here, so the caller falls back to nvidia-smi."""
+    try:
+        import ctypes
+        ctypes.CDLL("libnvidia-ml.so.1")  # fail fast, before compiling the 300 KB binding for nothing
+    except OSError as exc:
+        doc["nvml_unavailable"] = "NVMLError_LibraryNotFound: NVML Shared Library Not Found (%s)" % exc
+        return False
     try:
         import gpudiag_nvml
         import pynvml  # the bundle carries it; a node's own copy is not needed
@@ -235,17 +288,20 @@ def main_with_config(config):
     call_timeout_s = float(config.get("call_timeout_s", 60.0))
     source = config.get("source", "auto")
     doc = new_document()
-    dcgm = _start_dcgm(doc, samples, interval_s, call_timeout_s) if config.get("dcgm", True) else None
+    extras = []  # run beside the sampling window, which is mostly waiting
+    if config.get("dcgm", True):
+        extras.append(_start_dcgm(doc, samples, interval_s, call_timeout_s))
+    if config.get("context"):
+        extras.append(_in_thread(doc, lambda: collect_context(doc, call_timeout_s)))
+    if config.get("logs"):
+        extras.append(_in_thread(doc, lambda: collect_logs(doc, config["logs"], call_timeout_s)))
     if not config.get("gpus", True):
         doc["nvidia_smi"] = {"path": None, "status": "skipped"}
     elif source == "nvidia-smi" or not collect_nvml(doc, samples, interval_s):
         collect(samples, interval_s, call_timeout_s, doc)
-    if dcgm is not None:
-        dcgm.join()
-    if config.get("context"):
-        collect_context(doc, call_timeout_s)
-    if config.get("logs"):
-        collect_logs(doc, config["logs"], call_timeout_s)
+    for thread in extras:
+        if thread is not None:
+            thread.join()
     sys.stdout.write(json.dumps(doc, separators=(",", ":")))
     sys.stdout.write("\n")
     return 0
