@@ -101,8 +101,10 @@ def sweep(
     local: bool = typer.Option(False, "--local", help="Also read this machine's GPUs, without SSH."),
     fmt: OutputFormat = typer.Option(OutputFormat.TABLE, "--format", "-f", help="table or json."),
     concurrency: int = typer.Option(64, "--concurrency", min=1, help="Hosts in flight at once."),
-    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.1, help="Seconds to connect."),
-    login_timeout: float = typer.Option(15.0, "--login-timeout", min=0.1, help="Seconds to log in."),
+    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.1, help="Seconds from TCP connect to a "
+                                           "logged-in session (a dead host costs this much)."),
+    login_timeout: float = typer.Option(10.0, "--login-timeout", min=0.1, help="Seconds for the "
+                                         "authentication step alone (within --connect-timeout)."),
     timeout: float = typer.Option(30.0, "--timeout", min=1.0, help="Per-host deadline for the collection "
                                                                   "(seconds); the remote process is ended."),
     samples: int = typer.Option(5, "--samples", min=1, max=600, help="Samples per GPU."),
@@ -261,7 +263,7 @@ def local(
 
     try:
         report = _run_sweep([Host(name="localhost")], CheckSettings(), samples=samples, interval=interval,
-                            timeout=timeout, concurrency=1, connect_timeout=10.0, login_timeout=15.0,
+                            timeout=timeout, concurrency=1, connect_timeout=10.0, login_timeout=10.0,
                             known_hosts=None, accept_new=False, source=source,
                             logs=_log_options(log, pack, log_tail_mib))
     except (CannotRun, ValueError) as exc:
@@ -321,7 +323,8 @@ def watch(
     samples: int = typer.Option(2, "--samples", min=1, max=600, help="Samples per GPU per refresh."),
     interval: float = typer.Option(0.5, "--interval", min=0.0, max=60.0, help="Seconds between samples."),
     concurrency: int = typer.Option(64, "--concurrency", min=1, help="Hosts in flight at once."),
-    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.1, help="Seconds to connect."),
+    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.1, help="Seconds from TCP connect to a "
+                                           "logged-in session (a dead host costs this much)."),
     timeout: float = typer.Option(30.0, "--timeout", min=1.0, help="Per-host deadline per refresh (s)."),
     known_hosts: str | None = typer.Option(None, "--known-hosts", help="known_hosts file to trust."),
     ssh_config: Path | None = typer.Option(None, "--ssh-config", "-F", help="OpenSSH client config to read."),
@@ -339,7 +342,7 @@ def watch(
             raise CannotRun("no hosts to watch: give targets or -i INVENTORY")
         settings = _settings(overrides, {})
         transport, options = _prepare(hosts, settings, samples=samples, interval=interval, timeout=timeout,
-                                      concurrency=concurrency, connect_timeout=connect_timeout, login_timeout=15.0,
+                                      concurrency=concurrency, connect_timeout=connect_timeout, login_timeout=10.0,
                                       known_hosts=known_hosts, accept_new=False, ssh_config=ssh_config,
                                       keep_connections=True)
     except (InventoryError, KeyLoadError, CannotRun, ValueError) as exc:

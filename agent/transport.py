@@ -164,8 +164,8 @@ class KeyRing:
 class SshOptions:
     """Settings of the SSH transport shared by every host of a sweep."""
 
-    connect_timeout_s: float = 10.0
-    login_timeout_s: float = 15.0
+    connect_timeout_s: float = 10.0  # from TCP connect to a logged-in session: a dead host costs this much
+    login_timeout_s: float = 10.0  # the authentication step alone (within connect_timeout_s)
     known_hosts: Sequence[str] = (DEFAULT_USER_KNOWN_HOSTS, DEFAULT_GPUDIAG_KNOWN_HOSTS)
     gpudiag_known_hosts: str = DEFAULT_GPUDIAG_KNOWN_HOSTS  # where --accept-new-host-keys records keys
     accept_new_host_keys: bool = False
@@ -285,8 +285,9 @@ class SshTransport:
         except socket.gaierror as exc:
             raise ConnectFailed(f"cannot resolve {host.target}: {exc.strerror}") from exc
         except (asyncio.TimeoutError, TimeoutError) as exc:
-            raise ConnectFailed(f"no SSH answer from {host.target} within "
-                                f"{self.options.connect_timeout_s:.0f} s") from exc
+            # asyncssh's connect_timeout bounds TCP, key exchange and authentication together.
+            raise ConnectFailed(f"no SSH login to {host.target} within {self.options.connect_timeout_s:g} s "
+                                "(connect, key exchange, authentication)") from exc
         except ConnectionRefusedError as exc:
             raise ConnectFailed(f"connection refused by {host.target}:{host.port or 22} "
                                 "(host up, nothing listening)") from exc
