@@ -154,8 +154,11 @@ def parse_context(value: object) -> NodeContext | None:
     if not topo:
         topology_error = "nvidia-smi is not installed"
     elif topo.get("exit") == 0:
-        links = parse_topology(_text(topo.get("stdout")) or "")
-        if not links:
+        text = _text(topo.get("stdout")) or ""
+        links = parse_topology(text)
+        gpu_rows = sum(1 for line in text.splitlines()  # the matrix's rows, not its header ("GPU0 CPU Affinity")
+                       if re.match(r"GPU\d+\s", line.strip()) and "Affinity" not in line)
+        if not links and gpu_rows != 1:  # one GPU has no pairs to list: nothing is missing
             topology_error = "nvidia-smi topo -m listed no GPU pair"
     else:
         why = (_text(topo.get("stderr")) or _text(topo.get("stdout")) or "").strip().splitlines()

@@ -24,6 +24,8 @@ def context_line(context: NodeContext | None, gpus: int) -> str | None:
         parts.append(f"{gpus} GPUs {shown}")
     elif context.topology_error:
         parts.append(f"topology not read ({context.topology_error})")
+    elif gpus == 1:
+        parts.append("1 GPU (no GPU pairs)")
     if context.vm_description:
         parts.append(context.vm_description)
     elif context.is_vm is False:
