@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from agent import cli_options as opt
 from agent.report import OutputFormat
 
 if TYPE_CHECKING:  # the CLI imports the heavy layers lazily, so `gpudiag --help` starts fast
@@ -90,34 +91,26 @@ class _RoutingTransport:
 def sweep(
     targets: list[str] = typer.Argument(None, help="Hosts or patterns (gpu[01-16]), ~/.ssh/config aliases, "
                                                    "or localhost."),
-    inventory: Path | None = typer.Option(None, "--inventory", "-i", help="Inventory YAML file."),
-    user: str | None = typer.Option(None, "--user", "-u", help="SSH user for the targets."),
-    port: int | None = typer.Option(None, "--port", "-p", help="SSH port for the targets."),
-    identity_file: str | None = typer.Option(None, "--identity-file", help="Private key (loaded once)."),
-    limit: list[str] = typer.Option([], "--limit", help="Only these groups or host patterns (repeatable)."),
-    exclude: list[str] = typer.Option([], "--exclude", help="Leave out these host patterns (repeatable)."),
+    inventory: Path | None = opt.INVENTORY,
+    user: str | None = opt.USER,
+    port: int | None = opt.PORT,
+    identity_file: str | None = opt.IDENTITY_FILE,
+    limit: list[str] = opt.LIMIT,
+    exclude: list[str] = opt.EXCLUDE,
     demo: bool = typer.Option(False, "--demo", help="Sweep a built-in simulated cluster over real SSH on "
                                                     "loopback (no GPU, no cluster needed)."),
     local: bool = typer.Option(False, "--local", help="Also read this machine's GPUs, without SSH."),
-    fmt: OutputFormat = typer.Option(OutputFormat.TABLE, "--format", "-f", help="table or json."),
-    concurrency: int = typer.Option(64, "--concurrency", min=1, help="Hosts in flight at once."),
-    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.1, help="Seconds from TCP connect to a "
-                                           "logged-in session (a dead host costs this much)."),
-    login_timeout: float = typer.Option(10.0, "--login-timeout", min=0.1, help="Seconds for the "
-                                         "authentication step alone (within --connect-timeout)."),
-    timeout: float = typer.Option(30.0, "--timeout", min=1.0, help="Per-host deadline for the collection "
-                                                                  "(seconds); the remote process is ended."),
-    samples: int = typer.Option(5, "--samples", min=1, max=600, help="Samples per GPU."),
-    interval: float = typer.Option(0.5, "--interval", min=0.0, max=60.0, help="Seconds between samples."),
-    source: str = typer.Option("auto", "--source", help="auto: NVML where the bundled binding loads on the "
-                               "node, else nvidia-smi; nvidia-smi: never NVML."),
-    known_hosts: str | None = typer.Option(None, "--known-hosts", help="known_hosts file to trust "
-                                              "(default: ~/.ssh/known_hosts and gpudiag's own)."),
-    ssh_config: Path | None = typer.Option(None, "--ssh-config", "-F", help="OpenSSH client config to read "
-                                           "instead of ~/.ssh/config (HostName, User, Port, IdentityFile...)."),
-    accept_new_host_keys: bool = typer.Option(False, "--accept-new-host-keys", help="Record keys of hosts "
-                                              "never seen before (never changed ones) in gpudiag's "
-                                              "known_hosts, like StrictHostKeyChecking=accept-new."),
+    fmt: OutputFormat = opt.FORMAT,
+    concurrency: int = opt.CONCURRENCY,
+    connect_timeout: float = opt.CONNECT_TIMEOUT,
+    login_timeout: float = opt.LOGIN_TIMEOUT,
+    timeout: float = opt.TIMEOUT,
+    samples: int = opt.SAMPLES,
+    interval: float = opt.INTERVAL,
+    source: str = opt.SOURCE,
+    known_hosts: str | None = opt.KNOWN_HOSTS,
+    ssh_config: Path | None = opt.SSH_CONFIG,
+    accept_new_host_keys: bool = opt.ACCEPT_NEW,
     busy_utilization_pct: float | None = typer.Option(None, "--busy-util-pct", help="BUSY_LOW_POWER: "
                                                          "utilization that counts as busy (default 90)."),
     low_power_pct: float | None = typer.Option(None, "--low-power-pct", help="BUSY_LOW_POWER: power "
@@ -128,12 +121,10 @@ def sweep(
                                      "split by host name, for several controllers; merge with gpudiag merge."),
     save_raw: Path | None = typer.Option(None, "--save-raw", help="Also keep each host's raw collector "
                                          "document in this folder (<host>.json): captures for tests."),
-    log: list[str] = typer.Option([], "--log", help="Also scan this log on every host (repeatable): a path "
-                                  "(~ is the node's home) or @kernel (journalctl -k / dmesg: Xids)."),
-    pack: list[str] = typer.Option([], "--pack", help="A signature pack file (YAML) to use too (repeatable)."),
-    log_tail_mib: float = typer.Option(8.0, "--log-tail-mib", min=0.001, max=1024.0, help="Scan only the last "
-                                       "N MiB of each log (and its rotations)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing when all is well (exit 0)."),
+    log: list[str] = opt.LOG,
+    pack: list[str] = opt.PACK,
+    log_tail_mib: float = opt.LOG_TAIL_MIB,
+    quiet: bool = opt.QUIET,
 ) -> None:
     """Sweep hosts over SSH, read their GPUs and logs, and report what is wrong."""
     from agent.checks import SettingsError
@@ -246,16 +237,15 @@ def _raise_open_file_limit(concurrency: int) -> None:
 
 @app.command()
 def local(
-    fmt: OutputFormat = typer.Option(OutputFormat.TABLE, "--format", "-f", help="table or json."),
-    samples: int = typer.Option(5, "--samples", min=1, max=600, help="Samples per GPU."),
-    interval: float = typer.Option(0.5, "--interval", min=0.0, max=60.0, help="Seconds between samples."),
-    timeout: float = typer.Option(30.0, "--timeout", min=1.0, help="Deadline for the collection (s)."),
-    source: str = typer.Option("auto", "--source", help="auto (NVML, else nvidia-smi) or nvidia-smi."),
-    log: list[str] = typer.Option([], "--log", help="Also scan this log (repeatable): a path or @kernel."),
-    pack: list[str] = typer.Option([], "--pack", help="A signature pack file (YAML) to use too (repeatable)."),
-    log_tail_mib: float = typer.Option(8.0, "--log-tail-mib", min=0.001, max=1024.0, help="Scan only the last "
-                                       "N MiB of each log."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing when all is well (exit 0)."),
+    fmt: OutputFormat = opt.FORMAT,
+    samples: int = opt.SAMPLES,
+    interval: float = opt.INTERVAL,
+    timeout: float = opt.TIMEOUT,
+    source: str = opt.SOURCE,
+    log: list[str] = opt.LOG,
+    pack: list[str] = opt.PACK,
+    log_tail_mib: float = opt.LOG_TAIL_MIB,
+    quiet: bool = opt.QUIET,
 ) -> None:
     """Read this machine's GPUs (no SSH) and logs, through the same checks and report."""
     from agent.checks import CheckSettings
@@ -312,22 +302,21 @@ def inventory_cmd(
 @app.command()
 def watch(
     targets: list[str] = typer.Argument(None, help="Hosts or patterns, as for sweep."),
-    inventory: Path | None = typer.Option(None, "--inventory", "-i", help="Inventory YAML file."),
-    user: str | None = typer.Option(None, "--user", "-u", help="SSH user for the targets."),
-    port: int | None = typer.Option(None, "--port", "-p", help="SSH port for the targets."),
-    identity_file: str | None = typer.Option(None, "--identity-file", help="Private key (loaded once)."),
-    limit: list[str] = typer.Option([], "--limit", help="Only these groups or host patterns (repeatable)."),
-    exclude: list[str] = typer.Option([], "--exclude", help="Leave out these host patterns (repeatable)."),
+    inventory: Path | None = opt.INVENTORY,
+    user: str | None = opt.USER,
+    port: int | None = opt.PORT,
+    identity_file: str | None = opt.IDENTITY_FILE,
+    limit: list[str] = opt.LIMIT,
+    exclude: list[str] = opt.EXCLUDE,
     every: float = typer.Option(5.0, "--every", min=0.0, help="Seconds from one refresh to the next."),
     count: int = typer.Option(0, "--count", min=0, help="Stop after this many refreshes (0: until Ctrl-C)."),
     samples: int = typer.Option(2, "--samples", min=1, max=600, help="Samples per GPU per refresh."),
-    interval: float = typer.Option(0.5, "--interval", min=0.0, max=60.0, help="Seconds between samples."),
-    concurrency: int = typer.Option(64, "--concurrency", min=1, help="Hosts in flight at once."),
-    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.1, help="Seconds from TCP connect to a "
-                                           "logged-in session (a dead host costs this much)."),
-    timeout: float = typer.Option(30.0, "--timeout", min=1.0, help="Per-host deadline per refresh (s)."),
-    known_hosts: str | None = typer.Option(None, "--known-hosts", help="known_hosts file to trust."),
-    ssh_config: Path | None = typer.Option(None, "--ssh-config", "-F", help="OpenSSH client config to read."),
+    interval: float = opt.INTERVAL,
+    concurrency: int = opt.CONCURRENCY,
+    connect_timeout: float = opt.CONNECT_TIMEOUT,
+    timeout: float = opt.TIMEOUT,
+    known_hosts: str | None = opt.KNOWN_HOSTS,
+    ssh_config: Path | None = opt.SSH_CONFIG,
     plain: bool = typer.Option(False, "--plain", help="Print each refresh below the last (no redraw)."),
 ) -> None:
     """Keep one connection per host and refresh a live view: bars, findings as they appear and clear."""

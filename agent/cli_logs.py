@@ -10,6 +10,8 @@ from pathlib import Path
 
 import typer
 
+from agent import cli_options as opt
+
 
 def signatures(
     pack: list[str] = typer.Option([], "--pack", help="Only this pack: a name, or a pack file (YAML) to load "
@@ -37,29 +39,26 @@ def grep(
     targets: list[str] = typer.Argument(None, help="Hosts or patterns, as for sweep."),
     signature: str = typer.Option(..., "--signature", "-s", help="The signature to look for (gpudiag signatures "
                                   "lists them)."),
-    inventory: Path | None = typer.Option(None, "--inventory", "-i", help="Inventory YAML file (its logs:)."),
-    user: str | None = typer.Option(None, "--user", "-u", help="SSH user for the targets."),
-    port: int | None = typer.Option(None, "--port", "-p", help="SSH port for the targets."),
-    identity_file: str | None = typer.Option(None, "--identity-file", help="Private key (loaded once)."),
-    limit: list[str] = typer.Option([], "--limit", help="Only these groups or host patterns (repeatable)."),
-    exclude: list[str] = typer.Option([], "--exclude", help="Leave out these host patterns (repeatable)."),
-    log: list[str] = typer.Option([], "--log", help="Also search this log on every host (repeatable): a path "
-                                  "or @kernel."),
-    pack: list[str] = typer.Option([], "--pack", help="A signature pack file (YAML) to load (repeatable)."),
-    log_tail_mib: float = typer.Option(8.0, "--log-tail-mib", min=0.001, max=1024.0, help="Search only the "
-                                       "last N MiB of each log."),
+    inventory: Path | None = opt.INVENTORY,
+    user: str | None = opt.USER,
+    port: int | None = opt.PORT,
+    identity_file: str | None = opt.IDENTITY_FILE,
+    limit: list[str] = opt.LIMIT,
+    exclude: list[str] = opt.EXCLUDE,
+    log: list[str] = opt.LOG,
+    pack: list[str] = opt.PACK,
+    log_tail_mib: float = opt.LOG_TAIL_MIB,
     lines: int = typer.Option(3, "--lines", "-n", min=1, max=100, help="Recent matching lines shown per log."),
     demo: bool = typer.Option(False, "--demo", help="Search the built-in simulated cluster's logs."),
     local: bool = typer.Option(False, "--local", help="Also search this machine's logs, without SSH."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
-    concurrency: int = typer.Option(64, "--concurrency", min=1, help="Hosts in flight at once."),
-    connect_timeout: float = typer.Option(10.0, "--connect-timeout", min=0.1, help="Seconds to connect."),
-    login_timeout: float = typer.Option(15.0, "--login-timeout", min=0.1, help="Seconds to log in."),
-    timeout: float = typer.Option(30.0, "--timeout", min=1.0, help="Per-host deadline (seconds)."),
-    known_hosts: str | None = typer.Option(None, "--known-hosts", help="known_hosts file to trust."),
-    ssh_config: Path | None = typer.Option(None, "--ssh-config", "-F", help="OpenSSH client config to read."),
-    accept_new_host_keys: bool = typer.Option(False, "--accept-new-host-keys", help="Record keys of hosts "
-                                              "never seen before, like StrictHostKeyChecking=accept-new."),
+    concurrency: int = opt.CONCURRENCY,
+    connect_timeout: float = opt.CONNECT_TIMEOUT,
+    login_timeout: float = opt.LOGIN_TIMEOUT,
+    timeout: float = opt.TIMEOUT,
+    known_hosts: str | None = opt.KNOWN_HOSTS,
+    ssh_config: Path | None = opt.SSH_CONFIG,
+    accept_new_host_keys: bool = opt.ACCEPT_NEW,
 ) -> None:
     """Run one signature across hosts' logs; hosts with identical output are shown once.
 

@@ -1,0 +1,38 @@
+"""The command-line options that several gpudiag commands share, defined once (typer option objects)."""
+
+from __future__ import annotations
+
+import typer
+
+from agent.report import OutputFormat
+
+INVENTORY = typer.Option(None, "--inventory", "-i", help="Inventory YAML file.")
+USER = typer.Option(None, "--user", "-u", help="SSH user for the targets.")
+PORT = typer.Option(None, "--port", "-p", help="SSH port for the targets.")
+IDENTITY_FILE = typer.Option(None, "--identity-file", help="Private key (loaded once per run).")
+LIMIT = typer.Option([], "--limit", help="Only these groups or host patterns (repeatable).")
+EXCLUDE = typer.Option([], "--exclude", help="Leave out these host patterns (repeatable).")
+FORMAT = typer.Option(OutputFormat.TABLE, "--format", "-f", help="table or json.")
+CONCURRENCY = typer.Option(64, "--concurrency", min=1, help="Hosts in flight at once.")
+CONNECT_TIMEOUT = typer.Option(10.0, "--connect-timeout", min=0.1, help="Seconds from TCP connect to a logged-in "
+                               "session (a dead host costs this much).")
+LOGIN_TIMEOUT = typer.Option(10.0, "--login-timeout", min=0.1, help="Seconds for the authentication step alone "
+                             "(within --connect-timeout).")
+TIMEOUT = typer.Option(30.0, "--timeout", min=1.0, help="Per-host deadline for the collection (seconds); the "
+                       "remote process is ended.")
+SAMPLES = typer.Option(5, "--samples", min=1, max=600, help="Samples per GPU.")
+INTERVAL = typer.Option(0.5, "--interval", min=0.0, max=60.0, help="Seconds between samples.")
+SOURCE = typer.Option("auto", "--source", help="auto: NVML where the bundled binding loads on the node, else "
+                      "nvidia-smi; nvidia-smi: never NVML.")
+KNOWN_HOSTS = typer.Option(None, "--known-hosts", help="known_hosts file to trust (default: ~/.ssh/known_hosts "
+                           "and gpudiag's own).")
+SSH_CONFIG = typer.Option(None, "--ssh-config", "-F", help="OpenSSH client config to read instead of "
+                          "~/.ssh/config (HostName, User, Port, IdentityFile...).")
+ACCEPT_NEW = typer.Option(False, "--accept-new-host-keys", help="Record keys of hosts never seen before (never "
+                          "changed ones) in gpudiag's known_hosts, like StrictHostKeyChecking=accept-new.")
+LOG = typer.Option([], "--log", help="Also scan this log (repeatable): a path (~ is the node's home) or @kernel "
+                   "(journalctl -k / dmesg: Xids).")
+PACK = typer.Option([], "--pack", help="A signature pack file (YAML) to use too (repeatable).")
+LOG_TAIL_MIB = typer.Option(8.0, "--log-tail-mib", min=0.001, max=1024.0, help="Scan only the last N MiB of "
+                            "each log (and its rotations).")
+QUIET = typer.Option(False, "--quiet", "-q", help="Print nothing when all is well (exit 0).")
