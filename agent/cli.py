@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
@@ -25,10 +26,38 @@ if TYPE_CHECKING:  # the CLI imports the heavy layers lazily, so `gpudiag --help
     from agent.runner import SweepOptions
     from agent.transport import RemoteCommand, Transport
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Agentless GPU health sweep over SSH: what is wrong with the GPUs of a cluster.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
+T = TypeVar("T")
 
 EXIT_CANNOT_RUN = 3
+_EVENT_LOOP = {"name": "asyncio"}
+
+
+@app.callback()
+def _global(event_loop: str = typer.Option("asyncio", "--event-loop", envvar="GPUDIAG_EVENT_LOOP",
+                                           help="asyncio (default) or uvloop (faster, when installed).")) -> None:
+    """Agentless GPU health sweep over SSH: what is wrong with the GPUs of a cluster."""
+    if event_loop not in ("asyncio", "uvloop"):
+        raise _fail(f"--event-loop {event_loop}: choose asyncio or uvloop")
+    _EVENT_LOOP["name"] = event_loop
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on the chosen event loop; uvloop falls back to asyncio, saying so, when not installed."""
+    if _EVENT_LOOP["name"] == "uvloop":
+        try:
+            import uvloop
+        except ImportError:
+            typer.echo("gpudiag: uvloop is not installed; using asyncio", err=True)
+        else:
+            loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+            try:
+                asyncio.set_event_loop(loop)
+                return loop.run_until_complete(coro)
+            finally:
+                asyncio.set_event_loop(None)
+                loop.close()
+    return asyncio.run(coro)
 
 
 class CannotRun(Exception):
@@ -200,7 +229,7 @@ def _run_sweep(hosts: list[Host], settings: CheckSettings, **flags: Any) -> Swee
     from agent.runner import sweep as run_sweep
 
     transport, sweep_options = _prepare(hosts, settings, **flags)
-    return asyncio.run(run_sweep(hosts, transport, sweep_options))
+    return run_async(run_sweep(hosts, transport, sweep_options))
 
 
 def _run_demo(samples: int, interval: float, timeout: float, concurrency: int, logs: LogOptions | None = None,
@@ -210,7 +239,7 @@ def _run_demo(samples: int, interval: float, timeout: float, concurrency: int, l
 
     if logs is not None:
         build_plans([], logs)  # --pack and --signature are checked before the demo cluster starts
-    return asyncio.run(sweep_demo(samples=samples, interval_s=interval, deadline_s=timeout,
+    return run_async(sweep_demo(samples=samples, interval_s=interval, deadline_s=timeout,
                                   concurrency=concurrency, logs=logs, gpus=gpus))
 
 
@@ -349,9 +378,9 @@ def watch(
     try:
         if screen is not None:
             with screen:
-                last = asyncio.run(run_watch(hosts, transport, options, every_s=every, count=count, on_refresh=show))
+                last = run_async(run_watch(hosts, transport, options, every_s=every, count=count, on_refresh=show))
         else:
-            last = asyncio.run(run_watch(hosts, transport, options, every_s=every, count=count, on_refresh=show))
+            last = run_async(run_watch(hosts, transport, options, every_s=every, count=count, on_refresh=show))
     except KeyboardInterrupt:
         typer.echo("gpudiag: watch stopped", err=True)
         raise typer.Exit(130) from None

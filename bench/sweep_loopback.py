@@ -62,6 +62,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import resource
@@ -251,8 +252,9 @@ def write_inventory(path: Path, cluster: SshdCluster, hosts: Sequence[Host]) -> 
 
 
 def gpudiag_cli(cluster: SshdCluster, inventory: Path, extra: Sequence[str], label: str,
-                concurrency: int = FAN_OUT) -> tuple[Row, dict[str, Any]]:
-    argv = [sys.executable, "-m", "agent.cli", "sweep", "-i", str(inventory), "--format", "json",
+                concurrency: int = FAN_OUT, event_loop: str = "asyncio") -> tuple[Row, dict[str, Any]]:
+    argv = [sys.executable, "-m", "agent.cli", "--event-loop", event_loop, "sweep", "-i", str(inventory),
+            "--format", "json",
             "--concurrency", str(concurrency), *extra]
     code, out, err, wall, cpu, rss_one, rss_sum, sshd, other = run_measured(argv, env=ENV, sshd_pids=cluster.sshd_pids)
     try:
@@ -444,6 +446,8 @@ def run_size(cluster: SshdCluster, work: Path, size: int) -> None:
     reference, _ = gpudiag_cli(cluster, inventory, one, "gpudiag CLI, 1 sample")
     rows = [reference, gpudiag_cli(cluster, inventory, [], "gpudiag CLI, 5 samples/2 s")[0],
             gpudiag_in_process(cluster, hosts, 1, 0.0, "gpudiag in-process, 1 sample")]
+    if importlib.util.find_spec("uvloop") is not None:
+        rows.insert(1, gpudiag_cli(cluster, inventory, one, "gpudiag CLI, 1 sample, uvloop", event_loop="uvloop")[0])
     for name, tool, fan_outs in (("pdsh", pdsh, (FAN_OUT, DEFAULT_FAN_OUT["pdsh"])),
                                  ("clush", clush, (FAN_OUT,))):
         if shutil.which(name) is None:
