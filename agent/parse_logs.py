@@ -151,7 +151,9 @@ def parse_context(value: object) -> NodeContext | None:
     topo = _mapping(value.get("topology"))
     links: tuple[GpuLink, ...] = ()
     topology_error = None
-    if not topo:
+    if value.get("topology_skipped"):
+        pass  # not read: no GPU looked starved, so no verdict needed it
+    elif not topo:
         topology_error = "nvidia-smi is not installed"
     elif topo.get("exit") == 0:
         text = _text(topo.get("stdout")) or ""

@@ -39,12 +39,13 @@ class CollectorCall:
 
 def collector_call(*, samples: int, interval_s: float, deadline_s: float, source: str = "auto",
                    logs: Sequence[Mapping[str, object]] = (), context: bool = False,
-                   gpus: bool = True) -> CollectorCall:
+                   gpus: bool = True, topology_if: Mapping[str, float] | None = None) -> CollectorCall:
     """Build the remote command that collects ``samples`` readings ``interval_s`` apart.
 
     ``source``: "auto" reads through NVML where the node's driver lets the bundled binding load, else
     nvidia-smi; "nvidia-smi" never sends the binding (a smaller bundle). ``logs``: log sources to scan
-    (``LogPlan.node_config()``), ``context``: read the topology and virtualization, ``gpus``: read the GPUs.
+    (``LogPlan.node_config()``), ``context``: read the topology and virtualization, ``gpus``: read the GPUs,
+    ``topology_if``: {"busy_pct", "low_power_pct"}: read the topology only when a GPU read busy at low power.
     All of it travels as data inside the bundle, never in the command line. The shell collector can do
     none of it: it says so in the document's problems when logs were asked for.
     """
@@ -62,6 +63,8 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
         config["logs"] = [dict(s) for s in logs]
     if context:
         config["context"] = True
+        if topology_if is not None:
+            config["topology_if"] = dict(topology_if)
     if not gpus:
         config.update(gpus=False, dcgm=False)
     return CollectorCall(command=command, stdin=bundle(config, with_nvml=source != "nvidia-smi"))

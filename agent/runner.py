@@ -82,7 +82,9 @@ def collector_command(options: SweepOptions, plan: LogPlan = NO_LOGS) -> RemoteC
     collector's source, and the logs to scan as data)."""
     call = collector_call(samples=options.samples, interval_s=options.interval_s, deadline_s=options.deadline_s,
                           source=options.source, logs=plan.node_config(), context=options.context,
-                          gpus=options.gpus)
+                          gpus=options.gpus,
+                          topology_if={"busy_pct": options.settings.busy_utilization_pct,
+                                       "low_power_pct": options.settings.low_power_pct})
     return RemoteCommand(command=call.command, stdin=call.stdin, deadline_s=options.deadline_s + DEADLINE_GRACE_S,
                          stdout_limit_bytes=options.stdout_limit_bytes)
 

@@ -50,12 +50,20 @@ def hypervisor_flag(path="/proc/cpuinfo"):
     return None
 
 
-def collect(smi_path, timeout_s=30.0):
-    """The context document part. ``smi_path``: nvidia-smi's path, or None when it is not installed."""
+def topology(smi_path, timeout_s=30.0):
+    """``nvidia-smi topo -m`` as {exit, stdout, stderr}, or None when nvidia-smi is not installed."""
+    if not smi_path:
+        return None
+    code, out, err = _run([smi_path, "topo", "-m"], timeout_s)
+    return {"exit": code, "stdout": out, "stderr": err}
+
+
+def collect(smi_path, timeout_s=30.0, with_topology=True):
+    """The context document part. ``smi_path``: nvidia-smi's path, or None when it is not installed.
+    ``with_topology=False`` leaves the topology to the caller (read only when a verdict needs it)."""
     ctx = {"topology": None, "virt": None, "dmi": {}, "hypervisor_flag": hypervisor_flag(), "problems": []}
-    if smi_path:
-        code, out, err = _run([smi_path, "topo", "-m"], timeout_s)
-        ctx["topology"] = {"exit": code, "stdout": out, "stderr": err}
+    if with_topology:
+        ctx["topology"] = topology(smi_path, timeout_s)
     detect = shutil.which("systemd-detect-virt")
     if detect:
         virt = {}

@@ -260,11 +260,11 @@ def _start_dcgm(doc, samples, interval_s, timeout_s):
     return thread
 
 
-def collect_context(doc, call_timeout_s):
+def collect_context(doc, call_timeout_s, with_topology=True):
     """The node's GPU topology and virtualization (collectors/context.py) into ``doc["context"]``."""
     try:
         import gpudiag_context
-        doc["context"] = gpudiag_context.collect(find_nvidia_smi(), call_timeout_s)
+        doc["context"] = gpudiag_context.collect(find_nvidia_smi(), call_timeout_s, with_topology)
     except Exception as exc:  # context enriches the verdict; its failure must not cost the readings
         doc["problems"].append("node context: %s: %s" % (type(exc).__name__, exc))
 
@@ -276,6 +276,43 @@ def collect_logs(doc, sources, call_timeout_s):
         doc["logs"] = gpudiag_logscan.scan_all(sources, call_timeout_s)
     except Exception as exc:
         doc["problems"].append("log scan: %s: %s" % (type(exc).__name__, exc))
+
+
+def _number(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _rows_read(doc):
+    """Every GPU row read, as {logical name: value}, from either path (NVML rows, or nvidia-smi CSV)."""
+    if doc.get("source") == "nvml":
+        nvml = doc.get("nvml") or {}
+        static = {g.get("index"): g for g in nvml.get("gpus", [])}
+        for sample in nvml.get("samples", []):
+            for row in sample.get("rows", []):
+                merged = dict(static.get(row.get("index"), {}))
+                merged.update(row)
+                yield merged
+        return
+    names = [logical for logical, _ in doc.get("fields", [])]
+    for sample in doc.get("samples", []):
+        for line in sample.get("stdout", "").splitlines():
+            cells = [c.strip() for c in line.split(",")]
+            if len(cells) == len(names):
+                yield dict(zip(names, cells))
+
+
+def looks_starved(doc, busy_pct, low_power_pct):
+    """Whether any sample of any GPU read busy (>= busy_pct) at a low share of its enforced power limit."""
+    for row in _rows_read(doc):
+        util, power = _number(row.get("utilization_gpu")), _number(row.get("power_draw"))
+        limit = _number(row.get("enforced_power_limit"))
+        if util is not None and power is not None and limit and util >= busy_pct \
+                and 100.0 * power / limit <= low_power_pct:
+            return True
+    return False
 
 
 def main_with_config(config):
@@ -291,8 +328,11 @@ def main_with_config(config):
     extras = []  # run beside the sampling window, which is mostly waiting
     if config.get("dcgm", True):
         extras.append(_start_dcgm(doc, samples, interval_s, call_timeout_s))
+    # The topology explains a starved GPU; where "topology_if" gives the thresholds, it is read (one more
+    # nvidia-smi call) only when some GPU read busy at low power.
+    gate = config.get("topology_if") if config.get("context") else None
     if config.get("context"):
-        extras.append(_in_thread(doc, lambda: collect_context(doc, call_timeout_s)))
+        extras.append(_in_thread(doc, lambda: collect_context(doc, call_timeout_s, with_topology=gate is None)))
     if config.get("logs"):
         extras.append(_in_thread(doc, lambda: collect_logs(doc, config["logs"], call_timeout_s)))
     if not config.get("gpus", True):
@@ -302,6 +342,12 @@ def main_with_config(config):
     for thread in extras:
         if thread is not None:
             thread.join()
+    if gate is not None and isinstance(doc.get("context"), dict):
+        if looks_starved(doc, gate.get("busy_pct", 90.0), gate.get("low_power_pct", 60.0)):
+            import gpudiag_context
+            doc["context"]["topology"] = gpudiag_context.topology(find_nvidia_smi(), call_timeout_s)
+        else:
+            doc["context"]["topology_skipped"] = "no GPU read busy at low power"
     sys.stdout.write(json.dumps(doc, separators=(",", ":")))
     sys.stdout.write("\n")
     return 0
