@@ -96,7 +96,7 @@ def _select_hosts(targets: list[str], inventory: Path | None, user: str | None, 
     return hosts, overrides
 
 
-def _settings(overrides: dict[str, object], flags: dict[str, float | None]):  # type: ignore[no-untyped-def]
+def _settings(overrides: dict[str, object], flags: dict[str, float | None]) -> CheckSettings:
     from agent.checks import CheckSettings, with_overrides
 
     settings = with_overrides(CheckSettings(), overrides)

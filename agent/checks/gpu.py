@@ -6,6 +6,8 @@ A reading the GPU cannot give (``None``) makes a check not applicable, never a f
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from agent.checks.settings import CheckSettings
 from agent.model import Finding, GpuReading, Severity
 
@@ -90,13 +92,16 @@ def power_limit_reduced(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[F
                                                "pct_of_default": _pct(enforced, default)}),)
 
 
+def _below(current: int | None, maximum: int | None) -> bool:
+    return current is not None and maximum is not None and current < maximum
+
+
 def pcie_link_degraded(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Finding, ...]:
     """PCIE_LINK_DEGRADED: link generation or width below its maximum while the GPU is busy."""
     if gpu.utilization_pct is None or gpu.utilization_pct < s.pcie_busy_utilization_pct:
         return ()  # idle GPUs lower their link generation on purpose
-    gen_low = None not in (gpu.pcie_gen, gpu.pcie_gen_max) and gpu.pcie_gen < gpu.pcie_gen_max  # type: ignore[operator]
-    width_low = (None not in (gpu.pcie_width, gpu.pcie_width_max)
-                 and gpu.pcie_width < gpu.pcie_width_max)  # type: ignore[operator]
+    gen_low = _below(gpu.pcie_gen, gpu.pcie_gen_max)
+    width_low = _below(gpu.pcie_width, gpu.pcie_width_max)
     if not (gen_low or width_low):
         return ()
     summary = (f"PCIe link runs at gen {gpu.pcie_gen} x{gpu.pcie_width} of a possible gen {gpu.pcie_gen_max} "
@@ -109,12 +114,15 @@ def pcie_link_degraded(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Fi
                               "utilization_pct": gpu.utilization_pct}),)
 
 
-def _slowdown(code: str, what: str, reasons: tuple[str, ...], advice: str):  # type: ignore[no-untyped-def]
+GpuCheck = Callable[[str, GpuReading, CheckSettings], tuple[Finding, ...]]
+
+
+def _slowdown(code: str, what: str, reasons: tuple[str, ...], advice: str) -> GpuCheck:
     mask = sum(_REASON_BITS[r] for r in reasons)
 
     def check(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Finding, ...]:
         known = [x for x in gpu.samples if x.clock_event_reasons_mask is not None]
-        hits = [x for x in known if x.clock_event_reasons_mask & mask]  # type: ignore[operator]
+        hits = [x for x in known if (x.clock_event_reasons_mask or 0) & mask]
         if not hits:
             return ()
         fraction = round(len(hits) / len(known), 2)

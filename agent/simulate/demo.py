@@ -19,7 +19,7 @@ import socket
 import stat
 import sys
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -81,7 +81,8 @@ class _NodeServer(asyncssh.SSHServer):
         return True
 
 
-def _exec_handler(scenario: str, bin_dir: Path, port: int):  # type: ignore[no-untyped-def]
+def _exec_handler(scenario: str, bin_dir: Path, port: int
+                  ) -> Callable[[asyncssh.SSHServerProcess[bytes]], Awaitable[None]]:
     async def handle(process: asyncssh.SSHServerProcess[bytes]) -> None:
         env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
                    GPUDIAG_FAKE_SCENARIO=scenario,
