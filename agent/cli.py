@@ -221,7 +221,7 @@ def _prepare(hosts: list[Host], settings: CheckSettings, *, samples: int, interv
     build_plans(hosts, logs)  # a broken log entry or pack fails here (LogConfigError), before any connection
     sweep_options = SweepOptions(samples=samples, interval_s=interval, deadline_s=timeout,
                                  concurrency=concurrency, settings=settings, source=source, raw_dir=raw_dir,
-                                 logs=logs, gpus=gpus, context=gpus)
+                                 logs=logs, gpus=gpus, context=gpus, stream=keep_connections)
     return _RoutingTransport(SshTransport(options), LocalTransport()), sweep_options
 
 

@@ -325,6 +325,9 @@ class NodeReadings:
     kernel: str | None = None
     driver_version: str | None = None
     cuda_version: str | None = None
+    # where cuda_version came from: "libcuda", "nvml", "nvidia-smi" (its header) or "driver branch"
+    # (the version NVIDIA lists for the driver's branch, used where libcuda is absent, as NVML itself does)
+    cuda_version_from: str | None = None
     smi_status: SmiStatus = SmiStatus.OK
     smi_message: str | None = None
     smi_exit_code: int | None = None

@@ -1,10 +1,11 @@
 """The one command line a node runs: the collector, wrapped in ``timeout``, every argument quoted.
 
 The node's sshd hands the line to the user's shell, so everything variable in it goes through
-``shlex.quote``; the Python collector itself travels on stdin (``python3 -``). When the node has no
-python3 the POSIX-shell collector runs instead; it receives the field table as quoted arguments.
-``timeout`` (coreutils) ends the whole remote process group at the deadline: closing the channel from
-this side alone would leave a hung nvidia-smi running on the node.
+``shlex.quote``; the Python collector itself travels on stdin (a short loader given to ``python3 -c``
+reads exactly the bundle's bytes). When the node has no python3 the POSIX-shell collector runs instead;
+it receives the field table as quoted arguments. ``timeout`` (coreutils) ends the whole remote process
+group at the deadline: closing the channel from this side alone would leave a hung nvidia-smi running on
+the node. A streaming collector (``gpudiag watch``) outlives one round, so it bounds each round itself.
 """
 
 from __future__ import annotations
@@ -20,12 +21,20 @@ from collectors.probe import FIELDS
 TIMEOUT_EXIT_STATUSES = (124, 137)
 KILL_AFTER_S = 3
 
-# python3 reads the bundle (collector, configuration, NVML binding) on stdin. Without python3:
-# $1 = the shell collector, $2 samples, $3 interval, $4... the field table.
+# $1: the loader, $2: the deadline of the shell fallback ("" when `timeout` already wraps everything),
+# $3: the shell collector, $4 samples, $5 interval, $6... the field table. python3 runs the loader, which
+# reads exactly the bundle (collector, configuration, NVML binding) from stdin and runs it, so stdin stays
+# open for a streaming collector's requests. -I: nothing from the node's environment or home folder (a
+# json.py there, PYTHONPATH) is imported in place of the standard library; -S: no site-packages, which the
+# bundle does not need (and 2 ms less start-up). Without python3, the shell collector runs.
 _DISPATCH = (
-    'if command -v python3 >/dev/null 2>&1; then exec python3 -; fi; '
-    'script=$1; shift; exec sh -c "$script" gpudiag "$@"'
+    'loader=$1; limit=$2; shift 2; '
+    'if command -v python3 >/dev/null 2>&1; then exec python3 -I -S -c "$loader"; fi; '
+    'script=$1; shift; '
+    'if [ -n "$limit" ]; then exec timeout -k ' + str(KILL_AFTER_S) + ' "$limit" sh -c "$script" gpudiag "$@"; fi; '
+    'exec sh -c "$script" gpudiag "$@"'
 )
+_LOADER = "import sys;exec(compile(sys.stdin.buffer.read(%d),'<gpudiag>','exec'))"
 SOURCES = ("auto", "nvidia-smi")
 
 
@@ -35,17 +44,20 @@ class CollectorCall:
 
     command: str
     stdin: bytes
+    stream: bool = False
 
 
 def collector_call(*, samples: int, interval_s: float, deadline_s: float, source: str = "auto",
                    logs: Sequence[Mapping[str, object]] = (), context: bool = False,
-                   gpus: bool = True, topology_if: Mapping[str, float] | None = None) -> CollectorCall:
+                   gpus: bool = True, topology_if: Mapping[str, float] | None = None,
+                   stream: bool = False) -> CollectorCall:
     """Build the remote command that collects ``samples`` readings ``interval_s`` apart.
 
     ``source``: "auto" reads through NVML where the node's driver lets the bundled binding load, else
     nvidia-smi; "nvidia-smi" never sends the binding (a smaller bundle). ``logs``: log sources to scan
     (``LogPlan.node_config()``), ``context``: read the topology and virtualization, ``gpus``: read the GPUs,
     ``topology_if``: {"busy_pct", "low_power_pct"}: read the topology only when a GPU read busy at low power.
+    ``stream``: the collector stays and answers one round per line on its stdin (gpudiag watch).
     All of it travels as data inside the bundle, never in the command line. The shell collector can do
     none of it: it says so in the document's problems when logs were asked for.
     """
@@ -53,10 +65,7 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
         raise ValueError(f"unknown source {source!r} (known: {', '.join(SOURCES)})")
     fields = [f"{logical}={'|'.join(names)}" for logical, names in FIELDS]
     notes = ["@note=the logs were not scanned: the log scan needs python3, which this node lacks"] if logs else []
-    args = [fallback_source(), str(samples), f"{interval_s:g}", *notes, *fields]
-    command = " ".join(
-        ["timeout", "-k", str(KILL_AFTER_S), f"{max(1, round(deadline_s))}", "sh", "-c", shlex.quote(_DISPATCH),
-         "gpudiag", *(shlex.quote(a) for a in args)])
+    deadline = f"{max(1, round(deadline_s))}"
     config: dict[str, object] = {"samples": samples, "interval_s": interval_s, "source": source,
                                  "call_timeout_s": max(1.0, deadline_s)}
     if logs:
@@ -67,4 +76,15 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
             config["topology_if"] = dict(topology_if)
     if not gpus:
         config.update(gpus=False, dcgm=False)
-    return CollectorCall(command=command, stdin=bundle(config, with_nvml=source != "nvidia-smi"))
+    if stream:
+        config.update(stream=True, round_deadline_s=max(1.0, deadline_s))
+    script = bundle(config, with_nvml=source != "nvidia-smi")
+    # One-shot: `timeout` ends the whole remote process group at the deadline. Streaming: the collector
+    # lives as long as the connection and bounds each round itself; only the shell fallback gets `timeout`.
+    wrapper = [] if stream else ["timeout", "-k", str(KILL_AFTER_S), deadline]
+    args = [_LOADER % len(script), deadline if stream else "", fallback_source(), str(samples), f"{interval_s:g}",
+            *notes, *fields]
+    command = " ".join([*wrapper, "sh", "-c", shlex.quote(_DISPATCH), "gpudiag", *(shlex.quote(a) for a in args)])
+    # A streaming collector answers one round per line: the first line rides along with the bundle, so a
+    # transport that runs it once (and closes stdin) gets one document, as from a one-shot collector.
+    return CollectorCall(command=command, stdin=script + (b"\n" if stream else b""), stream=stream)

@@ -38,6 +38,7 @@ class SweepOptions:
     logs: LogOptions = field(default_factory=LogOptions)  # --log, --pack: added to every host's inventory logs
     context: bool = True  # read the GPU topology and whether the node is a VM
     gpus: bool = True  # False: read no GPU (a log search)
+    stream: bool = False  # watch: one collector process per host answers every refresh (a kept connection)
     settings: CheckSettings = field(default_factory=CheckSettings)
 
 
@@ -82,11 +83,11 @@ def collector_command(options: SweepOptions, plan: LogPlan = NO_LOGS) -> RemoteC
     collector's source, and the logs to scan as data)."""
     call = collector_call(samples=options.samples, interval_s=options.interval_s, deadline_s=options.deadline_s,
                           source=options.source, logs=plan.node_config(), context=options.context,
-                          gpus=options.gpus,
+                          gpus=options.gpus, stream=options.stream,
                           topology_if={"busy_pct": options.settings.busy_utilization_pct,
                                        "low_power_pct": options.settings.low_power_pct})
     return RemoteCommand(command=call.command, stdin=call.stdin, deadline_s=options.deadline_s + DEADLINE_GRACE_S,
-                         stdout_limit_bytes=options.stdout_limit_bytes)
+                         stdout_limit_bytes=options.stdout_limit_bytes, stream=call.stream)
 
 
 async def sweep_host(transport: Transport, host: Host, options: SweepOptions,

@@ -65,6 +65,9 @@ class RemoteCommand:
     stdin: bytes = b""
     deadline_s: float = 30.0  # client-side; the command line carries its own remote `timeout`
     stdout_limit_bytes: int = 4 * 1024 * 1024
+    # A collector that answers one round per line written to it, one document per line (gpudiag watch):
+    # with kept connections, the process is kept too. Run once, it answers once, like any other command.
+    stream: bool = False
 
 
 class Transport(Protocol):
@@ -107,6 +110,33 @@ async def _collect(stdout: _Stream, stderr: _Stream, limit: int,
         return out, err, cut
     finally:
         err_task.cancel()
+
+
+async def _read_line(stream: _Stream, pending: bytearray, limit: int) -> tuple[bytes, bool, bool]:
+    """The next line of ``stream`` without its newline, and what follows it kept in ``pending``:
+    (line, the stream ended, cut at ``limit``)."""
+    while True:
+        end = pending.find(b"\n")
+        if end >= 0:
+            line = bytes(pending[:end])
+            del pending[:end + 1]
+            return line, False, False
+        if len(pending) > limit:
+            return bytes(pending[:limit]), False, True
+        chunk = await stream.read(_CHUNK)
+        if not chunk:
+            line = bytes(pending)
+            pending.clear()
+            return line, True, False
+        pending += chunk
+
+
+async def _keep_tail(stream: _Stream, into: bytearray, limit: int) -> None:
+    """Read ``stream`` to its end, keeping its last ``limit`` bytes: a streaming collector's stderr must be
+    read as it comes, or the channel's window fills and the collector blocks."""
+    while chunk := await stream.read(_CHUNK):
+        into += chunk
+        del into[:-limit]
 
 
 class LocalTransport:
@@ -184,6 +214,25 @@ def bastion_for(target: Host) -> Host:
                 identity_file=target.identity_file, known_hosts=target.known_hosts)
 
 
+@dataclass(slots=True)
+class _Collector:
+    """A streaming collector kept on a kept connection between refreshes (watch)."""
+
+    connection: asyncssh.SSHClientConnection
+    process: asyncssh.SSHClientProcess[bytes]
+    pending: bytearray = field(default_factory=bytearray)  # output past the last line read
+    stderr: bytearray = field(default_factory=bytearray)  # its last STDERR_LIMIT_BYTES
+    stderr_tail: asyncio.Task[None] | None = None
+
+    def __post_init__(self) -> None:
+        self.stderr_tail = asyncio.ensure_future(_keep_tail(self.process.stderr, self.stderr, STDERR_LIMIT_BYTES))
+
+    def close(self) -> None:
+        self.process.close()
+        if self.stderr_tail is not None:
+            self.stderr_tail.cancel()
+
+
 class SshTransport:
     """One asyncssh connection per host; bastions are connected once and every target tunnels through."""
 
@@ -195,6 +244,7 @@ class SshTransport:
         # (a bastion's sshd allows only ~10 unauthenticated connections at a time: MaxStartups).
         self._bastions: dict[Host, asyncio.Task[asyncssh.SSHClientConnection]] = {}
         self._open: dict[Host, asyncssh.SSHClientConnection] = {}  # keep_connections only
+        self._collectors: dict[Host, _Collector] = {}  # keep_connections and a streaming command only
 
     # -- host keys -------------------------------------------------------------------------------
     def _known_files(self, host: Host) -> tuple[str, ...]:
@@ -306,11 +356,60 @@ class SshTransport:
         if kept is None or kept.is_closed():
             kept = self._open[host] = await self._connect(host, await self._bastion(host) if host.jump else None)
         try:
+            if command.stream:
+                return await self._round(host, kept, command)
             return await self._exec(kept, command)
         except ConnectionLost:
             del self._open[host]  # reconnect on the next run
             kept.close()
             raise
+
+    async def _round(self, host: Host, conn: asyncssh.SSHClientConnection, command: RemoteCommand,
+                     retry: bool = True) -> RemoteResult:
+        """One round of the host's streaming collector: started (bundle and first line) when there is
+        none on this connection, else asked with one more line; its answer is one line."""
+        collector = self._collectors.get(host)
+        if collector is not None and (collector.connection is not conn or collector.process.is_closing()):
+            self._drop_collector(host)
+            collector = None
+        fresh = collector is None
+        try:
+            async with asyncio.timeout(command.deadline_s) if hasattr(asyncio, "timeout") else \
+                    _Deadline(command.deadline_s):
+                if collector is None:
+                    process = await conn.create_process(command.command, encoding=None)
+                    collector = self._collectors[host] = _Collector(connection=conn, process=process)
+                    process.stdin.write(command.stdin)  # the bundle, and the first round's line
+                else:
+                    collector.process.stdin.write(b"\n")
+                line, ended, cut = await _read_line(collector.process.stdout, collector.pending,
+                                                    command.stdout_limit_bytes)
+                if cut:
+                    self._drop_collector(host)
+                    return RemoteResult(exit_status=None, stdout=line, stderr=bytes(collector.stderr),
+                                        stdout_truncated=True)
+                if not ended:
+                    return RemoteResult(exit_status=0, stdout=line, stderr=b"")
+                # The process ended: a collector that answers once (the shell one), or one that failed.
+                self._drop_collector(host)
+                if not line and not fresh and retry:
+                    return await self._round(host, conn, command, retry=False)  # it had ended in between
+                done = await collector.process.wait()
+                return RemoteResult(exit_status=done.exit_status, stdout=line, stderr=bytes(collector.stderr))
+        except (asyncio.TimeoutError, TimeoutError) as exc:
+            self._drop_collector(host)
+            raise CommandTimeout(f"no answer within {command.deadline_s:.0f} s; the collector was stopped") from exc
+        except asyncssh.ChannelOpenError as exc:
+            self._drop_collector(host)
+            raise ConnectionLost(f"the node refused a session: {exc.reason}") from exc
+        except (asyncssh.DisconnectError, asyncssh.ConnectionLost, ConnectionError) as exc:
+            self._drop_collector(host)
+            raise ConnectionLost(f"the connection dropped during the command: {exc}") from exc
+
+    def _drop_collector(self, host: Host) -> None:
+        collector = self._collectors.pop(host, None)
+        if collector is not None:
+            collector.close()
 
     async def _exec(self, conn: asyncssh.SSHClientConnection, command: RemoteCommand) -> RemoteResult:
         try:
@@ -335,6 +434,8 @@ class SshTransport:
             raise ConnectionLost(f"the connection dropped during the command: {exc}") from exc
 
     async def close(self) -> None:
+        for host in list(self._collectors):
+            self._drop_collector(host)
         for conn in self._open.values():
             conn.close()
         self._open.clear()

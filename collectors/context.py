@@ -9,7 +9,6 @@ Raw text and values only; the controller interprets them (``agent/parse_logs.py`
 """
 
 import os
-import shutil
 import subprocess
 
 MAX_TEXT = 64 * 1024
@@ -38,15 +37,17 @@ def _read(path, limit=256):
 
 
 def hypervisor_flag(path="/proc/cpuinfo"):
-    """True when the CPU flags carry ``hypervisor`` (x86 guests), False when they do not, None unknown."""
+    """True when the CPU flags carry ``hypervisor`` (x86 guests), False when they do not, None unknown.
+    Only up to the first CPU's flags: /proc/cpuinfo of a 200-core node is half a megabyte."""
     try:
         with open(path, "rb") as f:
-            text = f.read(256 * 1024).decode("utf-8", "replace")
+            for n, line in enumerate(f):
+                if line.startswith(b"flags"):
+                    return b"hypervisor" in line.split(b":", 1)[-1].split()
+                if n > 4096:
+                    break
     except OSError:
         return None
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return "hypervisor" in line.split(":", 1)[-1].split()
     return None
 
 
@@ -58,21 +59,30 @@ def topology(smi_path, timeout_s=30.0):
     return {"exit": code, "stdout": out, "stderr": err}
 
 
+def detect_virt(timeout_s=30.0):
+    """``systemd-detect-virt --vm`` and ``--container`` (found through PATH), or None when it is missing."""
+    import shutil  # here, not at the top: most sweeps never get here, and shutil costs 3 ms to import
+
+    detect = shutil.which("systemd-detect-virt")
+    if not detect:
+        return None
+    virt = {}
+    for kind in ("vm", "container"):
+        # Exit 1 with "none" when there is none: an answer, not a failure.
+        code, out, err = _run([detect, "--" + kind], timeout_s)
+        virt[kind] = out.strip() or None
+        virt[kind + "_exit"] = code
+    return virt
+
+
 def collect(smi_path, timeout_s=30.0, with_topology=True):
     """The context document part. ``smi_path``: nvidia-smi's path, or None when it is not installed.
-    ``with_topology=False`` leaves the topology to the caller (read only when a verdict needs it)."""
+    ``with_topology=False`` leaves the topology and systemd-detect-virt (three processes) to the caller, which
+    runs them only when a verdict needs them; the DMI names and the CPU flag still say whether this is a VM."""
     ctx = {"topology": None, "virt": None, "dmi": {}, "hypervisor_flag": hypervisor_flag(), "problems": []}
     if with_topology:
         ctx["topology"] = topology(smi_path, timeout_s)
-    detect = shutil.which("systemd-detect-virt")
-    if detect:
-        virt = {}
-        for kind in ("vm", "container"):
-            # Exit 1 with "none" when there is none: an answer, not a failure.
-            code, out, err = _run([detect, "--" + kind], timeout_s)
-            virt[kind] = out.strip() or None
-            virt[kind + "_exit"] = code
-        ctx["virt"] = virt
+        ctx["virt"] = detect_virt(timeout_s)
     for name in ("product_name", "sys_vendor"):
         ctx["dmi"][name] = _read(os.path.join(DMI, name))
     return ctx

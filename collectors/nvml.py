@@ -130,7 +130,8 @@ def collect(pynvml, samples, interval_s):
             except r.lost + r.unsupported as exc:
                 out["gpus"].append({"index": index, "lost": True, "error": str(exc)})
         start_energy = {}
-        for index, handle in list(handles.items()):
+        # One sample has no window to average over (and the counter reads cost an H200 4 ms each).
+        for index, handle in list(handles.items()) if samples > 1 else ():
             try:
                 start_energy[index] = _energy(r, handle)
             except r.lost:
@@ -148,7 +149,7 @@ def collect(pynvml, samples, interval_s):
                     rows.append({"index": index, "lost": True, "error": str(exc)})
                     del handles[index]
             out["samples"].append({"t_s": round(time.monotonic() - start, 3), "rows": rows})
-        for index, handle in handles.items():
+        for index, handle in handles.items() if start_energy else ():
             try:
                 end = _energy(r, handle)
             except r.lost:

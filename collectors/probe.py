@@ -13,17 +13,14 @@ The document carries raw text; the controller parses it (``agent/parse.py``), so
 tested on recorded output and this script stays small. Schema: ``gpudiag.probe/1``.
 """
 
-import argparse
+# Only what every run needs is imported here (argparse and ctypes are imported where used): the collector
+# starts once per node per sweep, and its start-up is most of its own cost.
 import json
 import os
-import platform
 import re
-import shutil
-import socket
 import subprocess
 import sys
 import time
-from typing import Any, Dict  # noqa: F401 - for the type comment (3.6 has no dict[str, Any])
 
 SCHEMA = "gpudiag.probe/1"
 
@@ -84,14 +81,7 @@ def _run(argv, timeout_s):
 
 
 def find_nvidia_smi():
-    found = shutil.which("nvidia-smi")
-    if found:
-        return found
-    for folder in EXTRA_SMI_DIRS:
-        candidate = os.path.join(folder, "nvidia-smi")
-        if os.access(candidate, os.X_OK):
-            return candidate
-    return None
+    return find_tool("nvidia-smi", EXTRA_SMI_DIRS)
 
 
 def known_fields(help_text):
@@ -127,27 +117,56 @@ def cuda_version_from_libcuda():
     return None
 
 
-def cuda_version(smi, timeout_s):
-    """The CUDA version: from libcuda when it loads, else plain nvidia-smi's header ("CUDA Version: 13.0");
-    no --query-gpu field has it."""
+# The CUDA version each driver branch supports (NVIDIA's "CUDA Toolkit and Corresponding Driver Versions"
+# table): what nvmlSystemGetCudaDriverVersion, and so nvidia-smi's header, reports when libcuda is not found
+# ("a known supported version number", NVML reference). It spares a node without libcuda (a container
+# given only the "utility" capability, a simulated node) a second nvidia-smi call; a newer branch than
+# this table knows still asks nvidia-smi.
+CUDA_BY_DRIVER_BRANCH = {
+    450: "11.0", 455: "11.1", 460: "11.2", 465: "11.3", 470: "11.4", 495: "11.5", 510: "11.6", 515: "11.7",
+    520: "11.8", 525: "12.0", 530: "12.1", 535: "12.2", 545: "12.3", 550: "12.4", 555: "12.5", 560: "12.6",
+    565: "12.7", 570: "12.8", 575: "12.9", 580: "13.0",
+}
+
+
+def cuda_version(smi, driver_version, timeout_s):
+    """(CUDA version, where it came from): libcuda when it loads, else the driver branch's known version,
+    else plain nvidia-smi's header ("CUDA Version: 13.0"; no --query-gpu field has it)."""
     found = cuda_version_from_libcuda()
     if found:
-        return found
+        return found, "libcuda"
+    branch = (driver_version or "").split(".")[0]
+    if branch.isdigit() and int(branch) in CUDA_BY_DRIVER_BRANCH:
+        return CUDA_BY_DRIVER_BRANCH[int(branch)], "driver branch"
     code, out, _ = _run([smi], timeout_s)
     match = re.search(r"CUDA Version:\s*([0-9.]+)", out)
-    return match.group(1) if match else None
+    return (match.group(1), "nvidia-smi") if match else (None, None)
+
+
+def _driver_version(chosen, stdout):
+    """The driver_version cell of the first row of a --query-gpu answer, or None."""
+    names = [logical for logical, _ in chosen]
+    if "driver_version" not in names:
+        return None
+    for line in stdout.splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) == len(names):
+            return cells[names.index("driver_version")]
+    return None
 
 
 def new_document():
-    return {  # type: Dict[str, Any]
+    uname = os.uname()  # nodename is what gethostname(2) returns on Linux
+    return {
         "schema": SCHEMA,
         "collector": "python",
         "source": "nvidia-smi",
-        "host": {"hostname": socket.gethostname(), "kernel": platform.release()},
+        "host": {"hostname": uname.nodename, "kernel": uname.release},
         "nvidia_smi": None,
         "fields": [],
         "samples": [],
         "cuda_version": None,
+        "cuda_version_from": None,
         "problems": [],
     }
 
@@ -176,7 +195,7 @@ def collect(samples, interval_s, call_timeout_s, doc=None):
         query = _query(smi, chosen)
         first = None
     doc["fields"] = [[logical, name] for logical, name in chosen]
-    cuda = _in_thread(doc, lambda: doc.__setitem__("cuda_version", cuda_version(smi, call_timeout_s)))
+    cuda = None
     start = time.monotonic()
     for i in range(samples):
         due = start + i * interval_s
@@ -187,11 +206,19 @@ def collect(samples, interval_s, call_timeout_s, doc=None):
         code, out, err = first if (i == 0 and first is not None) else _run(query, call_timeout_s)
         doc["samples"].append({"t_s": round(t, 3), "exit": code, "stdout": out, "stderr": err})
         if code in (6, 9, 12, 127):
-            break  # no devices / no driver / no NVML: asking again says nothing new
-    cuda.join()
-    if not doc["samples"] or doc["samples"][0]["exit"] in (6, 9, 12, 127):
-        doc["cuda_version"] = None  # what a failing driver's header says is not a version
+            break  # no devices / no driver / no NVML: asking again says nothing new (nor would the header)
+        # After the first answer, which names the driver, and beside the rest of the window. Not after a
+        # failed or hung call: the header would fail (or hang) the same way.
+        driver = _driver_version(chosen, out) if cuda is None else None
+        if cuda is None and (driver is not None or code == 0):
+            cuda = _in_thread(doc, lambda found=driver: _set_cuda_version(doc, smi, found, call_timeout_s))
+    if cuda is not None:
+        cuda.join()
     return doc
+
+
+def _set_cuda_version(doc, smi, driver_version, timeout_s):
+    doc["cuda_version"], doc["cuda_version_from"] = cuda_version(smi, driver_version, timeout_s)
 
 
 def _query(smi, chosen):
@@ -240,11 +267,25 @@ def collect_nvml(doc, samples, interval_s):
         return False
     doc["source"] = "nvml"
     doc["cuda_version"] = doc["nvml"].get("cuda_version")
+    doc["cuda_version_from"] = "nvml" if doc["cuda_version"] else None
     return True
+
+
+def find_tool(name, extra_dirs=()):
+    """``name`` on PATH, else in ``extra_dirs`` (shutil.which without importing shutil), or None."""
+    folders = [f for f in os.environ.get("PATH", os.defpath).split(os.pathsep) if f]
+    for folder in folders + list(extra_dirs):
+        candidate = os.path.join(folder, name)
+        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return None
 
 
 def _start_dcgm(doc, samples, interval_s, timeout_s):
     """Read DCGM's profiling fields in a thread, over the same window as the GPU samples."""
+    if find_tool("dcgmi") is None:  # the common case: no module to load, no thread to start
+        doc["dcgm"] = {"available": False, "why": "dcgmi is not installed"}
+        return None
     try:
         import gpudiag_dcgm
     except ImportError:
@@ -315,11 +356,10 @@ def looks_starved(doc, busy_pct, low_power_pct):
     return False
 
 
-def main_with_config(config):
-    """Run the collection ``config`` asks for and print the document. Keys: samples, interval_s,
-    call_timeout_s, source ("auto": NVML where it loads, else nvidia-smi; "nvidia-smi": never NVML),
-    gpus (false: do not read the GPUs, for a log search), context (read the GPU topology and whether this
-    is a VM), logs (log sources to scan, see collectors/logscan.py)."""
+def collect_round(config, kept):
+    """One document for the collection ``config`` asks for. ``kept``: what a streaming collector keeps
+    from one round to the next (the node's context and, once a GPU looked starved, its topology: neither
+    changes between refreshes); an empty dict for a single collection."""
     samples = max(1, int(config.get("samples", 5)))
     interval_s = max(0.0, float(config.get("interval_s", 0.5)))
     call_timeout_s = float(config.get("call_timeout_s", 60.0))
@@ -328,10 +368,12 @@ def main_with_config(config):
     extras = []  # run beside the sampling window, which is mostly waiting
     if config.get("dcgm", True):
         extras.append(_start_dcgm(doc, samples, interval_s, call_timeout_s))
-    # The topology explains a starved GPU; where "topology_if" gives the thresholds, it is read (one more
-    # nvidia-smi call) only when some GPU read busy at low power.
+    # The topology and the hypervisor explain a starved GPU; where "topology_if" gives the thresholds, they
+    # are read (nvidia-smi topo -m, systemd-detect-virt) only when some GPU read busy at low power.
     gate = config.get("topology_if") if config.get("context") else None
-    if config.get("context"):
+    if config.get("context") and "context" in kept:
+        doc["context"] = dict(kept["context"])
+    elif config.get("context"):
         extras.append(_in_thread(doc, lambda: collect_context(doc, call_timeout_s, with_topology=gate is None)))
     if config.get("logs"):
         extras.append(_in_thread(doc, lambda: collect_logs(doc, config["logs"], call_timeout_s)))
@@ -342,18 +384,60 @@ def main_with_config(config):
     for thread in extras:
         if thread is not None:
             thread.join()
+    if isinstance(doc.get("context"), dict):
+        kept.setdefault("context", dict(doc["context"]))
     if gate is not None and isinstance(doc.get("context"), dict):
         if looks_starved(doc, gate.get("busy_pct", 90.0), gate.get("low_power_pct", 60.0)):
-            import gpudiag_context
-            doc["context"]["topology"] = gpudiag_context.topology(find_nvidia_smi(), call_timeout_s)
+            if "starved" not in kept:
+                import gpudiag_context
+                kept["starved"] = {"topology": gpudiag_context.topology(find_nvidia_smi(), call_timeout_s),
+                                   "virt": gpudiag_context.detect_virt(call_timeout_s)}
+            doc["context"].update(kept["starved"])
         else:
             doc["context"]["topology_skipped"] = "no GPU read busy at low power"
+    return doc
+
+
+def _emit(doc):
     sys.stdout.write(json.dumps(doc, separators=(",", ":")))
     sys.stdout.write("\n")
+    sys.stdout.flush()
+
+
+def main_with_config(config):
+    """Run the collection ``config`` asks for and print the document. Keys: samples, interval_s,
+    call_timeout_s, source ("auto": NVML where it loads, else nvidia-smi; "nvidia-smi": never NVML),
+    gpus (false: do not read the GPUs, for a log search), context (read the GPU topology and whether this
+    is a VM), logs (log sources to scan, see collectors/logscan.py), stream (see below).
+
+    ``stream`` (gpudiag watch): the process stays and answers one round per line read on stdin, one
+    document per line on stdout, until its input ends (the connection closed). A refresh then costs the
+    readings alone: no SSH session, no interpreter start-up, no compiling. A round that runs past
+    ``round_deadline_s`` ends the process group (SIGALRM), so a stuck call cannot outlive its round."""
+    if not config.get("stream"):
+        _emit(collect_round(config, {}))
+        return 0
+    import signal
+
+    # Past the deadline, end this process's whole group, as `timeout` does for a one-shot collector: a hung
+    # nvidia-smi must not outlive the round (sshd, and gpudiag locally, give each command its own group).
+    signal.signal(signal.SIGALRM, lambda *_: os.killpg(0, signal.SIGKILL))
+    deadline_s = max(1, int(round(float(config.get("round_deadline_s", 60.0)))))
+    kept = {}  # type: dict[str, object]
+    rounds = 0
+    while sys.stdin.buffer.readline():
+        rounds += 1
+        signal.alarm(deadline_s)
+        doc = collect_round(config, kept)
+        doc["stream"] = {"round": rounds, "pid": os.getpid()}
+        _emit(doc)
+        signal.alarm(0)
     return 0
 
 
 def main(argv=None):
+    import argparse
+
     parser = argparse.ArgumentParser(prog="gpudiag-probe")
     parser.add_argument("--samples", type=int, default=5)
     parser.add_argument("--interval", type=float, default=0.5)

@@ -202,8 +202,19 @@ def _free_port(addresses: list[str]) -> int:
     raise RuntimeError("no port free on all loopback addresses")
 
 
-def _node_env(path: str, home: Path) -> str:
-    return f"SetEnv PATH={path} HOME={home} GPUDIAG_FAKE_HANG_MAX_S={HANG_MAX_S}"
+def _node_env(path: str, home: Path, call_ms: float) -> str:
+    delay = f" GPUDIAG_FAKE_CALL_MS={call_ms:g}" if call_ms > 0 else ""
+    return f"SetEnv PATH={path} HOME={home} GPUDIAG_FAKE_HANG_MAX_S={HANG_MAX_S}{delay}"
+
+
+def install_fake_bin(bin_dir: Path, scenarios: Mapping[str, str], state_dir: Path) -> Path:
+    """A folder for a simulated node's PATH: ``nvidia-smi`` (the stub, on this interpreter), its scenarios and
+    ``hosts.json`` (``scenarios``: address -> scenario; "*" the default). Returns the stub's path."""
+    bin_dir.mkdir()
+    _install_stub(bin_dir / "nvidia-smi", sys.executable)
+    (bin_dir / "scenarios").symlink_to(SCENARIOS_DIR)
+    (bin_dir / "hosts.json").write_text(json.dumps({**scenarios, "_state_dir": str(state_dir)}, indent=1))
+    return bin_dir / "nvidia-smi"
 
 
 def _sshd_config(work: Path, n: int, port: int, addresses: list[str], envs: Mapping[str, str],
@@ -253,8 +264,9 @@ def _end_hung_stubs(state_dir: Path, stub_paths: tuple[Path, ...]) -> None:
 
 @contextlib.contextmanager
 def running_cluster(work: Path, *, extra_healthy: int = EXTRA_HEALTHY_HOSTS,
-                    scenarios: Mapping[str, str] = SCENARIO_ADDRESSES) -> Iterator[SshdCluster]:
-    """Start the cluster in the empty folder ``work``; stop it (and any hung stub) on exit."""
+                    scenarios: Mapping[str, str] = SCENARIO_ADDRESSES, call_ms: float = 0.0) -> Iterator[SshdCluster]:
+    """Start the cluster in the empty folder ``work``; stop it (and any hung stub) on exit. ``call_ms``:
+    how long each nvidia-smi call lasts at least (``GPUDIAG_FAKE_CALL_MS``; 0, the default: no delay)."""
     sshd = shutil.which("sshd") or next((p for p in ("/usr/sbin/sshd", "/usr/local/sbin/sshd")
                                          if os.access(p, os.X_OK)), None)
     missing = [name for name, path in (("sshd", sshd), ("ssh-keygen", shutil.which("ssh-keygen")),
@@ -279,18 +291,17 @@ def running_cluster(work: Path, *, extra_healthy: int = EXTRA_HEALTHY_HOSTS,
 
     # The node's three PATHs: stub first; no nvidia-smi; no python3.
     bin_dir = node / "bin"
-    bin_dir.mkdir()
-    _install_stub(bin_dir / "nvidia-smi", sys.executable)
-    (bin_dir / "scenarios").symlink_to(SCENARIOS_DIR)
     stub_hosts = {a: ("healthy" if s in (NO_PYTHON, NO_NVIDIA_SMI) else s) for a, s in all_scenarios.items()}
-    (bin_dir / "hosts.json").write_text(json.dumps({**stub_hosts, "_state_dir": str(state_dir)}, indent=1))
+    install_fake_bin(bin_dir, stub_hosts, state_dir)
     system = [Path("/usr/local/bin"), Path("/usr/bin"), Path("/bin")]
     _link_farm(node / "no_smi", system, None, skip="nvidia-smi")
     _link_farm(node / "no_python", system, NO_PYTHON_TOOLS, skip="nvidia-smi")
     (node / "no_python" / "nvidia-smi").symlink_to(bin_dir / "nvidia-smi")
-    envs = {a: _node_env(f"{bin_dir}:/usr/bin:/bin", home) for a in addresses}
-    envs.update({a: _node_env(str(node / "no_smi"), home) for a, s in scenarios.items() if s == NO_NVIDIA_SMI})
-    envs.update({a: _node_env(str(node / "no_python"), home) for a, s in scenarios.items() if s == NO_PYTHON})
+    envs = {a: _node_env(f"{bin_dir}:/usr/bin:/bin", home, call_ms) for a in addresses}
+    envs.update({a: _node_env(str(node / "no_smi"), home, call_ms) for a, s in scenarios.items()
+                 if s == NO_NVIDIA_SMI})
+    envs.update({a: _node_env(str(node / "no_python"), home, call_ms) for a, s in scenarios.items()
+                 if s == NO_PYTHON})
 
     probe = _sshd_config(work, 0, 2222, addresses[:1], envs, keys, penalties=True)
     check = subprocess.run([sshd, "-t", "-f", str(probe)], capture_output=True, text=True)

@@ -24,6 +24,7 @@ from agent.checks import CheckSettings
 from agent.model import Host, HostReport, HostStatus, Severity, SmiStatus, SweepReport
 from agent.runner import SweepOptions, sweep
 from agent.transport import SshOptions, SshTransport
+from collectors import probe
 
 pytestmark = pytest.mark.integration
 
@@ -40,6 +41,11 @@ def run_sweep(hosts: tuple[Host, ...] | list[Host], options: SweepOptions = FAST
 def only(report: SweepReport) -> HostReport:
     (host,) = report.hosts
     return host
+
+
+def libcuda_loads() -> bool:
+    """Whether this machine (where the simulated nodes' collectors run) has a libcuda that loads."""
+    return probe.cuda_version_from_libcuda() is not None
 
 
 def codes(host: HostReport) -> list[tuple[str, int | None]]:
@@ -136,6 +142,10 @@ def test_old_driver_without_compute_cap(scenario_sweep: dict[str, HostReport]) -
     assert host.status is HostStatus.OK
     assert all(g.compute_capability is None and g.utilization_pct is not None for g in host.gpus)
     assert host.readings is not None and host.readings.driver_version == "470.256.02"
+    # The simulated node has no libcuda (unless this test machine does): the 470 branch's CUDA 11.4, which
+    # the node's nvidia-smi header also shows, without calling it.
+    assert host.readings.cuda_version == "11.4"
+    assert host.readings.cuda_version_from == ("libcuda" if libcuda_loads() else "driver branch")
 
 
 def test_hardware_scenarios(scenario_sweep: dict[str, HostReport]) -> None:

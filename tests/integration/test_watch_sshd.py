@@ -3,12 +3,19 @@ for every target behind it), counted on the server side in sshd's own log."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+
+from agent.model import RemoteResult
+from agent.runner import SweepOptions, collector_command
+from agent.transport import CommandTimeout, SshOptions, SshTransport
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -52,3 +59,59 @@ def test_watch_through_a_bastion_uses_one_bastion_connection(sshd_cluster, tmp_p
     assert done.returncode == 1, done.stderr
     assert done.stdout.count("refresh ") == 3
     assert logins(sshd_cluster) - before == 1 + len(targets)  # the bastion once, each target once
+
+
+def _rounds(cluster, scenario: str, count: int, deadline_s: float = 30.0) -> list[RemoteResult]:  # type: ignore[no-untyped-def]
+    """``count`` refreshes of one host's streaming collector, as watch makes them."""
+    transport = SshTransport(SshOptions(ssh_config=[], connect_timeout_s=10, keep_connections=True))
+    command = collector_command(SweepOptions(samples=1, interval_s=0.0, deadline_s=deadline_s, stream=True))
+    host = cluster.host(cluster.address_of(scenario), scenario)
+
+    async def run() -> list[RemoteResult]:
+        results: list[RemoteResult] = []
+        try:
+            for _ in range(count):
+                try:
+                    results.append(await transport.run(host, command))
+                except CommandTimeout as exc:
+                    results.append(RemoteResult(exit_status=None, stdout=b"", stderr=str(exc).encode()))
+        finally:
+            await transport.close()
+        return results
+
+    return asyncio.run(run())
+
+
+def _gone(pid: int, wait_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + wait_s
+    while Path(f"/proc/{pid}").exists():
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[:1]
+        if state == ["Z"] or time.monotonic() > deadline:
+            return state == ["Z"]
+        time.sleep(0.05)
+    return True
+
+
+def test_one_collector_process_answers_every_refresh_and_ends_with_the_connection(sshd_cluster) -> None:  # type: ignore[no-untyped-def]
+    results = _rounds(sshd_cluster, "case_study", 3)
+    docs = [json.loads(r.stdout) for r in results]
+    assert [r.exit_status for r in results] == [0, 0, 0]
+    assert [d["stream"]["round"] for d in docs] == [1, 2, 3]
+    pids = {d["stream"]["pid"] for d in docs}
+    assert len(pids) == 1  # started once: later refreshes cost the readings alone
+    assert all(len(d["samples"]) == 1 and d["samples"][0]["exit"] == 0 for d in docs)
+    assert all(d["context"]["topology"]["exit"] == 0 for d in docs)  # starved: read once, kept
+    assert _gone(pids.pop())  # the connection closed: its stdin ended, and so did it
+
+
+def test_a_node_without_python_answers_each_refresh_with_a_new_shell_collector(sshd_cluster) -> None:  # type: ignore[no-untyped-def]
+    results = _rounds(sshd_cluster, "no_python", 3)
+    docs = [json.loads(r.stdout) for r in results]
+    assert [(d["collector"], "stream" in d) for d in docs] == [("sh", False)] * 3
+    assert all(r.exit_status == 0 for r in results)
+
+
+def test_a_hung_round_ends_the_collector_and_its_hung_nvidia_smi(sshd_cluster) -> None:  # type: ignore[no-untyped-def]
+    (result,) = _rounds(sshd_cluster, "hang", 1, deadline_s=2.0)
+    assert result.stdout == b"" and result.exit_status != 0
+    assert sshd_cluster.hung_stub_ended("hang")  # the round's deadline ended the whole group on the node

@@ -25,8 +25,10 @@ QUERY = "--query-gpu=index,name,uuid,pci.bus_id,compute_cap,utilization.gpu,powe
 
 
 def smi(tmp_path: Path, *args: str, scenario: str | None = "healthy", server: str | None = None,
-        stub: Path = STUB) -> subprocess.CompletedProcess[str]:
+        stub: Path = STUB, call_ms: int | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUDIAG_FAKE", "SSH_"))}
+    if call_ms is not None:
+        env["GPUDIAG_FAKE_CALL_MS"] = str(call_ms)
     env["GPUDIAG_FAKE_STATE_DIR"] = str(tmp_path / "state")
     if scenario:
         env["GPUDIAG_FAKE_SCENARIO"] = scenario
@@ -171,3 +173,10 @@ def test_plain_table_header_and_rows(tmp_path: Path) -> None:
     assert lines[8].startswith("|   0  NVIDIA B200 ") and lines[12].startswith("|   1  NVIDIA RTX PRO 6000 Blackw...")
     assert re.fullmatch(r"\| N/A   \d\dC    P0 +\d+W / 1000W \| +160112MiB / 183359MiB \| +\d+%      Default \|",
                         lines[9])
+
+
+def test_a_call_lasts_at_least_the_call_time_a_benchmark_asks_for(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = smi(tmp_path, QUERY, "--format=csv,noheader,nounits", call_ms=400)
+    assert result.returncode == 0 and len(rows(result)) == 8
+    assert time.monotonic() - started >= 0.4  # the stub's own sleep: a lower bound, never a speed claim

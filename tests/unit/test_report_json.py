@@ -108,7 +108,8 @@ def test_host_node_gpu_sample_finding_keys():
 
     assert list(host) == ["host", "address", "status", "error", "duration_s", "node", "gpus", "findings"]
     assert list(host["node"]) == [
-        "hostname", "kernel", "driver_version", "cuda_version", "source", "nvml_unavailable", "dcgm_unavailable",
+        "hostname", "kernel", "driver_version", "cuda_version", "cuda_version_from", "source", "nvml_unavailable",
+        "dcgm_unavailable",
         "smi_status",
         "smi_message",
         "smi_exit_code", "sample_count", "window_s", "output_truncated", "problems", "logs", "context",

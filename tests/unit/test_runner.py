@@ -131,8 +131,22 @@ def test_the_command_quotes_everything_and_bounds_time() -> None:
 
     argv = shlex.split(call.command)
     assert argv[:7] == ["timeout", "-k", "3", "30", "sh", "-c", argv[6]]
-    assert argv[7] == "gpudiag" and argv[9:11] == ["5", "0.5"]
+    # the loader reads exactly the bundle; the shell fallback needs no deadline of its own inside `timeout`
+    assert argv[7:10] == ["gpudiag", f"import sys;exec(compile(sys.stdin.buffer.read({len(call.stdin)}),"
+                                     "'<gpudiag>','exec'))", ""]
+    assert argv[11:13] == ["5", "0.5"]
     assert "clock_event_reasons=clocks_event_reasons.active|clocks_throttle_reasons.active" in argv
+
+
+def test_a_streaming_collector_bounds_its_own_rounds() -> None:
+    import shlex
+
+    call = collector_call(samples=2, interval_s=0.5, deadline_s=30, stream=True)
+    argv = shlex.split(call.command)
+    assert argv[:2] == ["sh", "-c"] and argv[3] == "gpudiag"  # no `timeout`: it lives as long as the connection
+    assert argv[5] == "30"  # ... but the shell fallback, which answers once, is still bounded
+    assert argv[4].endswith(f"read({len(call.stdin) - 1}),'<gpudiag>','exec'))")  # the bundle, not the first line
+    assert call.stdin.endswith(b"\n") and b'"round_deadline_s": 30' in call.stdin
 
 
 def test_transport_error_base_is_an_error_status() -> None:
