@@ -13,7 +13,7 @@ IDENTITY_FILE = typer.Option(None, "--identity-file", help="Private key (loaded 
 LIMIT = typer.Option([], "--limit", help="Only these groups or host patterns (repeatable).")
 EXCLUDE = typer.Option([], "--exclude", help="Leave out these host patterns (repeatable).")
 FORMAT = typer.Option(OutputFormat.TABLE, "--format", "-f", help="table or json.")
-CONCURRENCY = typer.Option(64, "--concurrency", min=1, help="Hosts in flight at once.")
+CONCURRENCY = typer.Option(256, "--concurrency", min=1, help="Hosts in flight at once.")
 CONNECT_TIMEOUT = typer.Option(10.0, "--connect-timeout", min=0.1, help="Seconds from TCP connect to a logged-in "
                                "session (a dead host costs this much).")
 LOGIN_TIMEOUT = typer.Option(10.0, "--login-timeout", min=0.1, help="Seconds for the authentication step alone "

@@ -2,21 +2,28 @@
 
 Run from the repository root (needs OpenSSH's sshd and ssh; pdsh and clush are optional)::
 
-    python3 bench/sweep_loopback.py                  # sizes 50 and 100 (about 2 minutes on 2 cores)
-    python3 bench/sweep_loopback.py --sizes 50,100,200
+    python3 bench/sweep_loopback.py                  # 100 hosts (about a minute on 2 cores)
+    python3 bench/sweep_loopback.py --sizes 100,300,1000 [--call-ms 33]
 
 For each size N it starts :func:`agent.simulate.loopback.running_cluster` with N healthy simulated nodes
-(127.0.1.1, 127.0.1.2, ...: one real ``sshd`` per 16 addresses, the fake ``nvidia-smi`` on each) and runs,
-one after the other, on the same hosts with the same key, port and ``known_hosts``:
+(127.0.1.1, 127.0.1.2, ...: one real ``sshd`` per 16 addresses, the fake ``nvidia-smi`` on each, every call
+lasting at least ``--call-ms``: by default an H200's 33 ms, from ``bench/node_cost.py``) and runs, one after
+the other, on the same hosts with the same key, port and ``known_hosts``:
 
 - ``gpudiag CLI``: ``python3 -m agent.cli sweep -i INVENTORY --format json`` as a subprocess (Python start-up
-  included), once with ``--samples 1 --interval 0`` (one reading, comparable to one nvidia-smi call) and once
-  with the defaults (5 samples 0.5 s apart: a 2 s window);
+  included) with ``--samples 1 --interval 0`` (one reading, comparable to one nvidia-smi call), at its default
+  fan-out and at the peers' 64; up to 300 hosts also with the defaults (5 samples 0.5 s apart: a 2 s window);
 - ``gpudiag in-process``: :func:`agent.runner.sweep` with :class:`agent.transport.SshTransport`
   (``SshOptions(ssh_config=[], connect_timeout_s=10)``) inside this process, one sample: the same sweep
   without interpreter start-up, imports and report rendering (the CLI rows minus this row is that overhead);
+- ``gpudiag watch``: :func:`agent.watch.watch` inside this process, 4 refreshes of one sample with no pause:
+  the first refresh (connections opened, one collector started per host) and the mean of the later ones
+  (connections and collectors kept: a refresh is one line each way per host). Its sshd-side CPU is the whole
+  machine's busy CPU less the client's: kept sessions are not reaped, so the sshd listeners' accounts do not
+  show them, and a collector that outlives its session is reaped by init. The machine is otherwise idle (the
+  other rows' ``other s`` shows how idle). A line compares a later refresh with the in-process sweep;
 - ``pdsh -R ssh`` and ``clush`` running one ``nvidia-smi --query-gpu=... --format=csv,noheader,nounits``
-  per host through OpenSSH's ``ssh`` (one ssh process per host);
+  per host through OpenSSH's ``ssh`` (one ssh process per host), at fan-out 64 and at their defaults;
 - a dead host (a TCP listener that accepts and never speaks) swept alone with ``--connect-timeout 2``, and the
   N healthy hosts plus that dead host together.
 
@@ -37,7 +44,8 @@ Columns of the table printed per size:
   miss a short peak, so it may read below ``RSS 1p``); "-" in-process;
 - ``ok``: hosts that answered (gpudiag: status ``ok`` in the JSON; pdsh/clush: distinct host prefixes in
   the output);
-- ``wall x`` / ``CPU x``: this row divided by the reference row, gpudiag CLI with one sample at fan-out 64;
+- ``wall x`` / ``CPU x``: this row divided by the reference row, gpudiag CLI with one sample at its default
+  fan-out (above 1: slower or costlier than gpudiag);
 - ``sshd CPU s``: CPU the server side spent for this run (the sshd listeners' reaped children: sshd sessions,
   shells, ``python3`` collectors, fake ``nvidia-smi`` processes), from /proc/<pid>/stat cutime + cstime;
 - ``busy %``: (client CPU + sshd CPU) / (wall x cores). Near 100 %, client and server compete for the same
@@ -82,13 +90,19 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
-from agent.model import Host, HostStatus  # noqa: E402
+from agent.model import Host, HostStatus, SweepReport  # noqa: E402
 from agent.runner import SweepOptions, sweep  # noqa: E402
 from agent.simulate.loopback import SshdCluster, SshdUnavailable, running_cluster  # noqa: E402
 from agent.transport import SshOptions, SshTransport  # noqa: E402
+from agent.watch import watch  # noqa: E402
 
-FAN_OUT = 64
-DEFAULT_FAN_OUT = {"gpudiag": 64, "pdsh": 32, "clush": 64}
+EQUAL_FAN_OUT = 64  # every tool at this fan-out, besides each at its own default
+DEFAULT_FAN_OUT = {"gpudiag": 256, "pdsh": 32, "clush": 64}
+# How long one nvidia-smi call lasts on the simulated nodes: the H200's median wall time for the peers' query
+# (bench/node_cost.py on the device machine, driver 580.159.04, persistence mode on).
+H200_CALL_MS = 33.0
+WINDOW_MAX_HOSTS = 300  # the default 5-sample window costs 5 nvidia-smi calls a host: only up to this size
+WATCH_REFRESHES = 4
 DEAD_CONNECT_TIMEOUT_S = 2.0
 QUERY = ("nvidia-smi --query-gpu=index,name,utilization.gpu,utilization.memory,power.draw,enforced.power.limit "
          "--format=csv,noheader,nounits")
@@ -252,7 +266,8 @@ def write_inventory(path: Path, cluster: SshdCluster, hosts: Sequence[Host]) -> 
 
 
 def gpudiag_cli(cluster: SshdCluster, inventory: Path, extra: Sequence[str], label: str,
-                concurrency: int = FAN_OUT, event_loop: str = "asyncio") -> tuple[Row, dict[str, Any]]:
+                concurrency: int = DEFAULT_FAN_OUT["gpudiag"], event_loop: str = "asyncio"
+                ) -> tuple[Row, dict[str, Any]]:
     argv = [sys.executable, "-m", "agent.cli", "--event-loop", event_loop, "sweep", "-i", str(inventory),
             "--format", "json",
             "--concurrency", str(concurrency), *extra]
@@ -280,7 +295,7 @@ def not_ok(doc: dict[str, Any]) -> str:
 
 def gpudiag_in_process(cluster: SshdCluster, hosts: Sequence[Host], samples: int, interval_s: float,
                        label: str) -> Row:
-    options = SweepOptions(samples=samples, interval_s=interval_s, concurrency=FAN_OUT)
+    options = SweepOptions(samples=samples, interval_s=interval_s)
     transport = SshTransport(SshOptions(ssh_config=[], connect_timeout_s=10))
     _sshd_settled(cluster.sshd_pids)
     _reset_peak_rss()
@@ -292,9 +307,35 @@ def gpudiag_in_process(cluster: SshdCluster, hosts: Sequence[Host], samples: int
     sshd = sshd_cpu_s(cluster.sshd_pids) - before_sshd
     bad = [h for h in report.hosts if h.status is not HostStatus.OK]
     note = "; ".join(f"{h.host} {h.status.value} after {h.duration_s} s: {h.error}" for h in bad[:3])
-    return Row(tool=label, fan_out=_fan(FAN_OUT, "gpudiag"), wall_s=wall, cpu_s=cpu, rss_one_mib=_peak_rss_mib(),
-               rss_sum_mib=None, answered=len(report.hosts) - len(bad), sshd_cpu_s=sshd,
+    return Row(tool=label, fan_out=_fan(options.concurrency, "gpudiag"), wall_s=wall, cpu_s=cpu,
+               rss_one_mib=_peak_rss_mib(), rss_sum_mib=None, answered=len(report.hosts) - len(bad), sshd_cpu_s=sshd,
                other_cpu_s=max(0.0, busy - cpu - sshd), note=note)
+
+
+def gpudiag_watch(cluster: SshdCluster, hosts: Sequence[Host], refreshes: int = WATCH_REFRESHES) -> list[Row]:
+    """``gpudiag watch`` in this process, one sample a refresh, no pause between refreshes: the first refresh
+    (connections opened, collectors started) and the mean of the later ones (both kept)."""
+    options = SweepOptions(samples=1, interval_s=0.0, stream=True)
+    transport = SshTransport(SshOptions(ssh_config=[], connect_timeout_s=10, keep_connections=True))
+    _sshd_settled(cluster.sshd_pids)
+    marks: list[tuple[float, float, float, int]] = []  # wall, client CPU, machine busy, hosts ok
+
+    def mark(report: SweepReport | None) -> None:
+        ok = sum(1 for h in report.hosts if h.status is HostStatus.OK) if report else len(hosts)
+        marks.append((time.monotonic(), _cpu_now(), machine_busy_s(), ok))
+
+    mark(None)
+    asyncio.run(watch(list(hosts), transport, options, every_s=0.0, count=refreshes,
+                      on_refresh=lambda _n, report, _change: mark(report)))
+    steps = [(b[0] - a[0], b[1] - a[1], b[2] - a[2], b[3]) for a, b in zip(marks, marks[1:], strict=False)]
+    rows = []
+    for label, chosen in ((f"gpudiag watch, refresh 1 of {refreshes}", steps[:1]),
+                          (f"gpudiag watch, refreshes 2-{refreshes}, mean", steps[1:])):
+        wall, cpu, busy = (statistics.mean(s[i] for s in chosen) for i in range(3))
+        rows.append(Row(tool=label, fan_out=_fan(options.concurrency, "gpudiag"), wall_s=wall, cpu_s=cpu,
+                        rss_one_mib=_peak_rss_mib(), rss_sum_mib=None, answered=min(s[3] for s in chosen),
+                        sshd_cpu_s=max(0.0, busy - cpu), note="sshd side = machine busy - client"))
+    return rows
 
 
 def _ssh_options(cluster: SshdCluster) -> str:
@@ -418,14 +459,15 @@ def _version(argv: Sequence[str]) -> str:
 
 
 # -- one size -------------------------------------------------------------------------------------
-def bench_size(size: int) -> None:
+def bench_size(size: int, call_ms: float) -> None:
     print(f"\n== {size} hosts " + "=" * 80)
     with tempfile.TemporaryDirectory(prefix="gpudiag-bench-") as tmp, contextlib.ExitStack() as stack:
         work = Path(tmp)
         (work / "cluster").mkdir()
         started = time.monotonic()
         try:
-            cluster = stack.enter_context(running_cluster(work / "cluster", extra_healthy=size, scenarios={}))
+            cluster = stack.enter_context(running_cluster(work / "cluster", extra_healthy=size, scenarios={},
+                                                          call_ms=call_ms))
         except SshdUnavailable:
             raise
         except (RuntimeError, OSError) as exc:  # e.g. sshd not answering on every address in time
@@ -444,18 +486,27 @@ def run_size(cluster: SshdCluster, work: Path, size: int) -> None:
 
     one = ["--samples", "1", "--interval", "0"]
     reference, _ = gpudiag_cli(cluster, inventory, one, "gpudiag CLI, 1 sample")
-    rows = [reference, gpudiag_cli(cluster, inventory, [], "gpudiag CLI, 5 samples/2 s")[0],
-            gpudiag_in_process(cluster, hosts, 1, 0.0, "gpudiag in-process, 1 sample")]
+    rows = [reference,
+            gpudiag_cli(cluster, inventory, one, "gpudiag CLI, 1 sample", concurrency=EQUAL_FAN_OUT)[0]]
     if importlib.util.find_spec("uvloop") is not None:
-        rows.insert(1, gpudiag_cli(cluster, inventory, one, "gpudiag CLI, 1 sample, uvloop", event_loop="uvloop")[0])
-    for name, tool, fan_outs in (("pdsh", pdsh, (FAN_OUT, DEFAULT_FAN_OUT["pdsh"])),
-                                 ("clush", clush, (FAN_OUT,))):
+        rows.append(gpudiag_cli(cluster, inventory, one, "gpudiag CLI, 1 sample, uvloop", event_loop="uvloop")[0])
+    if size <= WINDOW_MAX_HOSTS:
+        rows.append(gpudiag_cli(cluster, inventory, [], "gpudiag CLI, 5 samples/2 s")[0])
+    rows.append(gpudiag_in_process(cluster, hosts, 1, 0.0, "gpudiag in-process, 1 sample"))
+    rows += gpudiag_watch(cluster, hosts)
+    for name, tool, fan_outs in (("pdsh", pdsh, (EQUAL_FAN_OUT, DEFAULT_FAN_OUT["pdsh"])),
+                                 ("clush", clush, (EQUAL_FAN_OUT,))):
         if shutil.which(name) is None:
             print(f"{name}: not installed, skipped")
             continue
         rows += [tool(cluster, addresses, f) for f in fan_outs]
     unserved = [r for r in rows if r.answered < size]
     print(table(rows, reference, size))
+    swept = next(r for r in rows if r.tool.startswith("gpudiag in-process"))
+    later = next(r for r in rows if r.tool.startswith("gpudiag watch, refreshes"))
+    print(f"watch: a later refresh of {size} hosts costs {later.wall_s / swept.wall_s:.0%} of a fresh in-process "
+          f"sweep's wall time, {later.cpu_s / swept.cpu_s:.0%} of its client CPU and "
+          f"{later.sshd_cpu_s / swept.sshd_cpu_s:.0%} of its sshd-side CPU")
     if unserved:
         print(f"  sshd did not serve every host for: {', '.join(f'{r.tool} @ {r.fan_out}' for r in unserved)}")
     print("bottleneck (client CPU vs sshd-side CPU; client and servers share these cores):")
@@ -483,20 +534,25 @@ def run_size(cluster: SshdCluster, work: Path, size: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--sizes", default="50,100", help="comma-separated host counts (default 50,100)")
-    sizes = [int(s) for s in parser.parse_args().sizes.split(",") if s.strip()]
+    parser.add_argument("--sizes", default="100", help="comma-separated host counts (default 100)")
+    parser.add_argument("--call-ms", type=float, default=H200_CALL_MS,
+                        help=f"how long each simulated nvidia-smi call lasts at least (default {H200_CALL_MS:g}: "
+                             "an H200's, from bench/node_cost.py)")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # pdsh/clush/gpudiag children inherit it
     wanted = max(sizes) * 8 + 256
     if soft != resource.RLIM_INFINITY and soft < wanted:
         resource.setrlimit(resource.RLIMIT_NOFILE, (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard),
                                                     hard))
     print(f"machine: {CORES} cores, Python {sys.version.split()[0]}, {_version(['ssh', '-V'])}, "
-          f"{_version(['pdsh', '-V'])}, {_version(['clush', '--version'])}")
+          f"{_version(['pdsh', '-V'])}, {_version(['clush', '--version'])}; each nvidia-smi call lasts at least "
+          f"{args.call_ms:g} ms")
     print(f"start-up, median of 5: python3 -c pass {startup_s([sys.executable, '-c', 'pass']):.3f} s, "
           f"python3 -m agent.cli --help {startup_s([sys.executable, '-m', 'agent.cli', '--help']):.3f} s")
     try:
         for size in sizes:
-            bench_size(size)
+            bench_size(size, args.call_ms)
     except SshdUnavailable as exc:
         print(f"cannot run: {exc}")
         sys.exit(1)
