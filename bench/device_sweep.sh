@@ -56,6 +56,10 @@ for w in $WORKLOADS; do
     "${SWEEP[@]}" --samples 3 --interval 0.3 > "$d/sweep.txt"
     case $w in spin|gemm)
         python3 -m agent.cli local --samples 3 --interval 0.3 > "$d/local.txt"
+        # watch over the same SSH: one collector process answers the three refreshes (NVML kept loaded)
+        WATCH=("${SWEEP[@]}"); WATCH[3]=watch
+        "${WATCH[@]}" --count 3 --every 0.5 --samples 2 --interval 0.3 --plain > "$d/watch.txt" 2>&1
+        echo "watch exit $?" >> "$d/watch.txt"; grep -E "^refresh|BUSY|exit" "$d/watch.txt"
         GPUDIAG_PARITY_OUT="$d/parity.json" python3 -m pytest -q -p no:cacheprovider tests/gpu > "$d/pytest_gpu.txt" 2>&1
         tail -3 "$d/pytest_gpu.txt";;
     esac

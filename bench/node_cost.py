@@ -18,7 +18,10 @@ mean CPU (user + system of it and everything it started: sh, timeout, python3, n
 - ``python3 -I -S -c pass``: the interpreter alone, the collector's floor;
 - ``gpudiag collector``: what ``gpudiag sweep --samples 1`` runs on the node (NVML where it loads, the topology
   only for a starved GPU), and the same with ``--source nvidia-smi``. Its document's ``source`` and
-  ``cuda_version_from`` are printed too.
+  ``cuda_version_from`` are printed too;
+- ``gpudiag watch, a later round``: what one more refresh of ``gpudiag watch --samples 1`` costs the node once
+  its streaming collector runs: the CPU of a collector that answers ``--runs`` + 1 rounds, less one that
+  answers 1, divided by ``--runs`` (the wall time is the median of those rounds).
 
 On a GPU node the first rows are what a simulated node should cost: ``--call-ms`` of the loopback benchmark
 comes from the median wall time of the peers' query here. With ``--stub`` the fake ``nvidia-smi`` answers
@@ -64,6 +67,25 @@ def measure(argv: Sequence[str], *, env: dict[str, str], stdin: bytes, runs: int
     cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / runs
     assert done is not None
     return 1000 * statistics.median(walls), 1000 * cpu, done.stdout, done.returncode
+
+
+def stream_rounds(command: str, stdin: bytes, *, env: dict[str, str], rounds: int) -> tuple[list[float], float, int]:
+    """Run a streaming collector for ``rounds`` rounds: (each round's wall s, the whole run's CPU s, exit)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.Popen(["sh", "-c", command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env)
+    assert proc.stdin is not None and proc.stdout is not None
+    walls = []
+    for n in range(rounds):
+        started = time.monotonic()
+        proc.stdin.write(stdin if n == 0 else b"\n")  # the bundle and the first line, then a line a round
+        proc.stdin.flush()
+        proc.stdout.readline()
+        walls.append(time.monotonic() - started)
+    proc.stdin.close()
+    code = proc.wait()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return walls, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, code
 
 
 def main() -> None:
@@ -116,6 +138,12 @@ def main() -> None:
                 except json.JSONDecodeError:
                     note = f"exit {code}, no document"
             print(f"{label:<{width}}  {wall:8.1f}  {cpu:7.1f}  {note}")
+        watch_one = collector_command(SweepOptions(samples=1, interval_s=0.0, stream=True))
+        _, first_cpu, _ = stream_rounds(watch_one.command, watch_one.stdin, env=env, rounds=1)
+        walls, all_cpu, code = stream_rounds(watch_one.command, watch_one.stdin, env=env, rounds=args.runs + 1)
+        later_ms = 1000 * max(0.0, all_cpu - first_cpu) / args.runs
+        print(f"{'gpudiag watch, a later round':<{width}}  {1000 * statistics.median(walls[1:]):8.1f}  "
+              f"{later_ms:7.1f}  {'exit ' + str(code) if code else 'one collector process for every round'}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ the other, on the same hosts with the same key, port and ``known_hosts``:
 
 - ``gpudiag CLI``: ``python3 -m agent.cli sweep -i INVENTORY --format json`` as a subprocess (Python start-up
   included) with ``--samples 1 --interval 0`` (one reading, comparable to one nvidia-smi call), at its default
-  fan-out and at the peers' 64; up to 300 hosts also with the defaults (5 samples 0.5 s apart: a 2 s window);
+  fan-out and at the peers' 64; up to 300 hosts also with the default window (5 samples 0.5 s apart: 2 s), at
+  fan-out 64 (256 collectors at once, all on these 2 cores, would outlast the 30 s deadline);
 - ``gpudiag in-process``: :func:`agent.runner.sweep` with :class:`agent.transport.SshTransport`
   (``SshOptions(ssh_config=[], connect_timeout_s=10)``) inside this process, one sample: the same sweep
   without interpreter start-up, imports and report rendering (the CLI rows minus this row is that overhead);
@@ -70,6 +71,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import importlib.util
 import json
 import os
@@ -319,10 +321,14 @@ def gpudiag_watch(cluster: SshdCluster, hosts: Sequence[Host], refreshes: int = 
     transport = SshTransport(SshOptions(ssh_config=[], connect_timeout_s=10, keep_connections=True))
     _sshd_settled(cluster.sshd_pids)
     marks: list[tuple[float, float, float, int]] = []  # wall, client CPU, machine busy, hosts ok
+    failed: list[str] = []
 
     def mark(report: SweepReport | None) -> None:
         ok = sum(1 for h in report.hosts if h.status is HostStatus.OK) if report else len(hosts)
         marks.append((time.monotonic(), _cpu_now(), machine_busy_s(), ok))
+        if report is not None:
+            failed.extend(f"refresh {len(marks) - 1}: {h.host} {h.status.value}: {h.error}"
+                          for h in report.hosts if h.status is not HostStatus.OK)
 
     mark(None)
     asyncio.run(watch(list(hosts), transport, options, every_s=0.0, count=refreshes,
@@ -334,7 +340,9 @@ def gpudiag_watch(cluster: SshdCluster, hosts: Sequence[Host], refreshes: int = 
         wall, cpu, busy = (statistics.mean(s[i] for s in chosen) for i in range(3))
         rows.append(Row(tool=label, fan_out=_fan(options.concurrency, "gpudiag"), wall_s=wall, cpu_s=cpu,
                         rss_one_mib=_peak_rss_mib(), rss_sum_mib=None, answered=min(s[3] for s in chosen),
-                        sshd_cpu_s=max(0.0, busy - cpu), note="sshd side = machine busy - client"))
+                        sshd_cpu_s=max(0.0, busy - cpu)))
+    if failed:
+        rows[-1] = dataclasses.replace(rows[-1], note=f"{len(failed)} host refresh(es) failed: {'; '.join(failed[:3])}")
     return rows
 
 
@@ -491,7 +499,9 @@ def run_size(cluster: SshdCluster, work: Path, size: int) -> None:
     if importlib.util.find_spec("uvloop") is not None:
         rows.append(gpudiag_cli(cluster, inventory, one, "gpudiag CLI, 1 sample, uvloop", event_loop="uvloop")[0])
     if size <= WINDOW_MAX_HOSTS:
-        rows.append(gpudiag_cli(cluster, inventory, [], "gpudiag CLI, 5 samples/2 s")[0])
+        # At the peers' fan-out: here every collector shares these cores, and 256 of them at once, each
+        # making 5 nvidia-smi calls, outlast the 30 s deadline. On a cluster each node runs its own one.
+        rows.append(gpudiag_cli(cluster, inventory, [], "gpudiag CLI, 5 samples/2 s", concurrency=EQUAL_FAN_OUT)[0])
     rows.append(gpudiag_in_process(cluster, hosts, 1, 0.0, "gpudiag in-process, 1 sample"))
     rows += gpudiag_watch(cluster, hosts)
     for name, tool, fan_outs in (("pdsh", pdsh, (EQUAL_FAN_OUT, DEFAULT_FAN_OUT["pdsh"])),

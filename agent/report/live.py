@@ -19,6 +19,8 @@ from agent.report.table import SEVERITY_TAGS, render_summary_line
 BAR_CELLS = 12
 
 
+CHANGE_LINE_MAX = 280  # characters of a finding's line in the watch view
+
 def bar(pct: float | None) -> str:
     """``55.0`` → ``"██████▌      55%"``: a 12-cell bar with half cells, then the number."""
     if pct is None:
@@ -40,7 +42,10 @@ def _change_line(sign: str, f: Finding) -> Text:
     tag, style = SEVERITY_TAGS[f.severity]
     where = f"{f.host}" + (f" gpu {f.gpu}" if f.gpu is not None else "")
     verb = "cleared" if sign == "-" else tag
-    return Text(f"{sign} {verb:<8} {f.code:<20} {where}: {f.summary}"[:300], style=style if sign == "+" else "dim")
+    line = f"{sign} {verb:<8} {f.code:<20} {where}: {f.summary}"
+    if len(line) > CHANGE_LINE_MAX:  # a live view keeps each change to two screen lines; the report has it all
+        line = line[:CHANGE_LINE_MAX - 1].rsplit(" ", 1)[0] + " …"
+    return Text(line, style=style if sign == "+" else "dim")
 
 
 def render_watch(refresh: int, count: int, report: SweepReport, *, appeared: tuple[Finding, ...] = (),

@@ -85,3 +85,13 @@ def test_render_watch_shows_bars_and_changes() -> None:
     assert text.startswith("refresh 2/3 at ")
     assert "████████████ 100%" in text and "██████▌       55%" in text
     assert "+ CRITICAL BUSY_LOW_POWER" in text and "gpu01 gpu 0: reads 100% busy at 55%" in text
+
+
+def test_a_long_finding_is_cut_at_a_word_in_the_watch_view() -> None:
+    words = " ".join(f"word{i:03d}" for i in range(60))  # 479 characters
+    f = finding(host="gpu01", gpu=0, summary=words)
+    text = render_watch(1, 1, sweep(host_report("gpu01", gpus=[gpu(index=0)], findings=[f])), appeared=(f,),
+                        width=400)
+    (line,) = [line for line in text.splitlines() if line.startswith("+ ")]
+    assert line.endswith(" …") and len(line) <= 280
+    assert line.removesuffix(" …").rsplit(" ", 1)[-1].startswith("word") and len(line.rsplit(" ", 2)[-2]) == 7
