@@ -1,8 +1,8 @@
 """What runs on the node: ``probe.py`` (stdlib Python), its helpers, and ``probe.sh`` (POSIX fallback).
 
 Nothing here imports from ``agent``. The controller reads these files as text and sends them over the
-SSH channel as one script for ``python3 -`` (:func:`bundle`): the node needs nothing installed, not even
-the NVML binding, which travels inside the bundle.
+SSH channel as one script (:func:`bundle`; ``agent/remote.py``'s loader runs it, and so would ``python3 -``):
+the node needs nothing installed, not even the NVML binding, which travels inside the bundle.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """gpudiag's node-side collector: runs ON the GPU node, standard library only, prints one JSON document.
 
-The controller sends this file over the SSH channel and runs it as ``python3 - ARGS``, so nothing is
-installed on the node. It does every piece of collection in one process, one round trip:
+The controller sends this file over the SSH channel, bundled with its helpers (``collectors.bundle``), so
+nothing is installed on the node (alone, it runs as ``python3 - ARGS``). It does every piece of collection
+in one process, one round trip:
 
 * which ``--query-gpu`` fields this driver knows (``nvidia-smi --help-query-gpu``): old drivers reject
   ``compute_cap`` and spell the clock reasons ``clocks_throttle_reasons.*``;
