@@ -44,7 +44,6 @@ class CollectorCall:
 
     command: str
     stdin: bytes
-    stream: bool = False
 
 
 def collector_call(*, samples: int, interval_s: float, deadline_s: float, source: str = "auto",
@@ -87,4 +86,4 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
     command = " ".join([*wrapper, "sh", "-c", shlex.quote(_DISPATCH), "gpudiag", *(shlex.quote(a) for a in args)])
     # A streaming collector answers one round per line: the first line rides along with the bundle, so a
     # transport that runs it once (and closes stdin) gets one document, as from a one-shot collector.
-    return CollectorCall(command=command, stdin=script + (b"\n" if stream else b""), stream=stream)
+    return CollectorCall(command=command, stdin=script + (b"\n" if stream else b""))

@@ -89,7 +89,7 @@ def collector_command(options: SweepOptions, plan: LogPlan = NO_LOGS) -> RemoteC
                           topology_if={"busy_pct": options.settings.busy_utilization_pct,
                                        "low_power_pct": options.settings.low_power_pct})
     return RemoteCommand(command=call.command, stdin=call.stdin, deadline_s=options.deadline_s + DEADLINE_GRACE_S,
-                         stdout_limit_bytes=options.stdout_limit_bytes, stream=call.stream)
+                         stdout_limit_bytes=options.stdout_limit_bytes, stream=options.stream)
 
 
 async def sweep_host(transport: Transport, host: Host, options: SweepOptions,

@@ -10,9 +10,10 @@ objects: passing paths makes asyncssh re-read and re-validate them for every con
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, Union
@@ -374,8 +375,7 @@ class SshTransport:
             collector = None
         fresh = collector is None
         try:
-            async with asyncio.timeout(command.deadline_s) if hasattr(asyncio, "timeout") else \
-                    _Deadline(command.deadline_s):
+            async with _command_limits(command.deadline_s, "the collector was stopped"):
                 if collector is None:
                     process = await conn.create_process(command.command, encoding=None)
                     collector = self._collectors[host] = _Collector(connection=conn, process=process)
@@ -396,15 +396,9 @@ class SshTransport:
                     return await self._round(host, conn, command, retry=False)  # it had ended in between
                 done = await collector.process.wait()
                 return RemoteResult(exit_status=done.exit_status, stdout=line, stderr=bytes(collector.stderr))
-        except (asyncio.TimeoutError, TimeoutError) as exc:
-            self._drop_collector(host)
-            raise CommandTimeout(f"no answer within {command.deadline_s:.0f} s; the collector was stopped") from exc
-        except asyncssh.ChannelOpenError as exc:
-            self._drop_collector(host)
-            raise ConnectionLost(f"the node refused a session: {exc.reason}") from exc
-        except (asyncssh.DisconnectError, asyncssh.ConnectionLost, ConnectionError) as exc:
-            self._drop_collector(host)
-            raise ConnectionLost(f"the connection dropped during the command: {exc}") from exc
+        except TransportError:
+            self._drop_collector(host)  # a collector that timed out or lost its channel is not asked again
+            raise
 
     def _drop_collector(self, host: Host) -> None:
         collector = self._collectors.pop(host, None)
@@ -412,26 +406,17 @@ class SshTransport:
             collector.close()
 
     async def _exec(self, conn: asyncssh.SSHClientConnection, command: RemoteCommand) -> RemoteResult:
-        try:
-            async with asyncio.timeout(command.deadline_s) if hasattr(asyncio, "timeout") else \
-                    _Deadline(command.deadline_s):
-                proc = await conn.create_process(command.command, encoding=None)
-                proc.stdin.write(command.stdin)
-                proc.stdin.write_eof()  # the node reads the collector, then sees its stdin closed
-                # Past the bound the channel is closed: that stops the flood; the remote `timeout` ends
-                # whatever is left of the process.
-                out, err, cut = await _collect(proc.stdout, proc.stderr, command.stdout_limit_bytes, proc.close)
-                if cut:
-                    return RemoteResult(exit_status=None, stdout=out, stderr=err, stdout_truncated=True)
-                done = await proc.wait()
-                return RemoteResult(exit_status=done.exit_status, stdout=out, stderr=err)
-        except (asyncio.TimeoutError, TimeoutError) as exc:
-            raise CommandTimeout(f"no answer within {command.deadline_s:.0f} s; the remote process is "
-                                 "ended by its own `timeout`") from exc
-        except asyncssh.ChannelOpenError as exc:
-            raise ConnectionLost(f"the node refused a session: {exc.reason}") from exc
-        except (asyncssh.DisconnectError, asyncssh.ConnectionLost, ConnectionError) as exc:
-            raise ConnectionLost(f"the connection dropped during the command: {exc}") from exc
+        async with _command_limits(command.deadline_s, "the remote process is ended by its own `timeout`"):
+            proc = await conn.create_process(command.command, encoding=None)
+            proc.stdin.write(command.stdin)
+            proc.stdin.write_eof()  # the node reads the collector, then sees its stdin closed
+            # Past the bound the channel is closed: that stops the flood; the remote `timeout` ends
+            # whatever is left of the process.
+            out, err, cut = await _collect(proc.stdout, proc.stderr, command.stdout_limit_bytes, proc.close)
+            if cut:
+                return RemoteResult(exit_status=None, stdout=out, stderr=err, stdout_truncated=True)
+            done = await proc.wait()
+            return RemoteResult(exit_status=done.exit_status, stdout=out, stderr=err)
 
     async def close(self) -> None:
         for host in list(self._collectors):
@@ -445,6 +430,20 @@ class SshTransport:
             elif not task.done():
                 task.cancel()
         self._bastions.clear()
+
+
+@contextlib.asynccontextmanager
+async def _command_limits(deadline_s: float, after_timeout: str) -> AsyncIterator[None]:
+    """A command's deadline, and asyncssh's channel errors as this module's, for both kinds of command."""
+    try:
+        async with asyncio.timeout(deadline_s) if hasattr(asyncio, "timeout") else _Deadline(deadline_s):
+            yield
+    except (asyncio.TimeoutError, TimeoutError) as exc:
+        raise CommandTimeout(f"no answer within {deadline_s:.0f} s; {after_timeout}") from exc
+    except asyncssh.ChannelOpenError as exc:
+        raise ConnectionLost(f"the node refused a session: {exc.reason}") from exc
+    except (asyncssh.DisconnectError, asyncssh.ConnectionLost, ConnectionError) as exc:
+        raise ConnectionLost(f"the connection dropped during the command: {exc}") from exc
 
 
 class _Deadline:

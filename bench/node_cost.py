@@ -34,6 +34,7 @@ import argparse
 import json
 import os
 import resource
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -46,12 +47,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
+from sweep_loopback import QUERY  # noqa: E402 - the peers' command, as the loopback benchmark runs it
+
 from agent.remote import collector_call  # noqa: E402
 from agent.runner import SweepOptions, collector_command  # noqa: E402
 from agent.simulate.loopback import install_fake_bin  # noqa: E402
 from collectors.probe import FIELDS  # noqa: E402
-
-PEER_FIELDS = "index,name,utilization.gpu,utilization.memory,power.draw,enforced.power.limit"
 
 
 def measure(argv: Sequence[str], *, env: dict[str, str], stdin: bytes, runs: int) -> tuple[float, float, bytes, int]:
@@ -117,7 +118,7 @@ def main() -> None:
         smi_only = collector_call(samples=1, interval_s=0.0, deadline_s=SweepOptions().deadline_s, source="nvidia-smi",
                                   context=True, topology_if={"busy_pct": 90.0, "low_power_pct": 60.0})
         commands: list[tuple[str, list[str], bytes]] = [
-            ("pdsh/clush query", [smi, f"--query-gpu={PEER_FIELDS}", "--format=csv,noheader,nounits"], b""),
+            ("pdsh/clush query", [smi, *shlex.split(QUERY)[1:]], b""),
             ("nvidia-smi, gpudiag's fields", [smi, f"--query-gpu={all_fields}", "--format=csv,noheader,nounits"],
              b""),
             ("nvidia-smi (plain)", [smi], b""),

@@ -259,8 +259,7 @@ def _cpu_now() -> float:
 
 # -- the contenders -------------------------------------------------------------------------------
 def write_inventory(path: Path, cluster: SshdCluster, hosts: Sequence[Host]) -> Path:
-    lines = ["defaults:", f"  user: {cluster.user}", f"  port: {cluster.port}",
-             f"  identity_file: {cluster.client_key}", f"  known_hosts: {cluster.known_hosts}", "hosts:"]
+    lines = [cluster.inventory_defaults() + "hosts:"]
     lines += [f"  {h.name}: {{address: {h.address}" + (f", port: {h.port}" if h.port != cluster.port else "") + "}"
               for h in hosts]
     path.write_text("\n".join(lines) + "\n")

@@ -144,18 +144,6 @@ def cuda_version(smi, driver_version, timeout_s):
     return (match.group(1), "nvidia-smi") if match else (None, None)
 
 
-def _driver_version(chosen, stdout):
-    """The driver_version cell of the first row of a --query-gpu answer, or None."""
-    names = [logical for logical, _ in chosen]
-    if "driver_version" not in names:
-        return None
-    for line in stdout.splitlines():
-        cells = [c.strip() for c in line.split(",")]
-        if len(cells) == len(names):
-            return cells[names.index("driver_version")]
-    return None
-
-
 def new_document():
     uname = os.uname()  # nodename is what gethostname(2) returns on Linux
     return {
@@ -210,7 +198,7 @@ def collect(samples, interval_s, call_timeout_s, doc=None):
             break  # no devices / no driver / no NVML: asking again says nothing new (nor would the header)
         # After the first answer, which names the driver, and beside the rest of the window. Not after a
         # failed or hung call: the header would fail (or hang) the same way.
-        driver = _driver_version(chosen, out) if cuda is None else None
+        driver = next((row.get("driver_version") for row in _rows_read(doc)), None) if cuda is None else None
         if cuda is None and (driver is not None or code == 0):
             cuda = _in_thread(doc, lambda found=driver: _set_cuda_version(doc, smi, found, call_timeout_s))
     if cuda is not None:

@@ -130,20 +130,13 @@ class SshdCluster:
         return self.state_dir / f"hang-{address}.pid"
 
     def hung_stub_ended(self, scenario_or_address: str = "hang", *, wait_s: float = 5.0) -> bool:
-        """Whether the stub that hung on that node has ended (within ``wait_s``). A zombie counts as ended:
-        once its parent is gone it waits for PID 1 to reap it, which some container inits do lazily."""
-        pid = int(self.hang_pid_file(scenario_or_address).read_text())
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                return True
-            if state in ("Z", "X"):
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.05)
+        """Whether the stub that hung on that node has ended (within ``wait_s``)."""
+        return process_ended(int(self.hang_pid_file(scenario_or_address).read_text()), wait_s=wait_s)
+
+    def inventory_defaults(self) -> str:
+        """An inventory's ``defaults:`` block (YAML) that reaches this cluster: user, port, key, known_hosts."""
+        return (f"defaults:\n  user: {self.user}\n  port: {self.port}\n  identity_file: {self.client_key}\n"
+                f"  known_hosts: {self.known_hosts}\n")
 
     def ssh_argv(self, address: str, command: str, *, known_hosts: Path | None = None) -> list[str]:
         """A plain OpenSSH client command line to run ``command`` on ``address``, host key checked."""
@@ -153,6 +146,23 @@ class SshdCluster:
             "-o", f"UserKnownHostsFile={known_hosts or self.known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null",
             "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10", f"{self.user}@{address}", command,
         ]
+
+
+def process_ended(pid: int, *, wait_s: float = 5.0) -> bool:
+    """Whether process ``pid`` (a simulated node's process: the node is this machine) has ended within
+    ``wait_s``. A zombie counts as ended: once its parent is gone it waits for PID 1 to reap it, which some
+    container inits do lazily."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
 
 
 def extra_address(i: int) -> str:

@@ -158,13 +158,7 @@ def test_cli_grep_folds_identical_output_and_sweep_reads_inventory_logs(sshd_clu
     log = tmp_path / "glm5.log"
     log.write_text("\n".join(sglang_glm5_lines(dt.datetime.now())) + "\n")
     inventory = tmp_path / "inventory.yaml"
-    inventory.write_text(f"""
-defaults:
-  user: {sshd_cluster.user}
-  port: {sshd_cluster.port}
-  identity_file: {sshd_cluster.client_key}
-  known_hosts: {sshd_cluster.known_hosts}
-  logs: ["{log}"]
+    inventory.write_text(sshd_cluster.inventory_defaults() + f"""  logs: ["{log}"]
 hosts:
   node1: {{address: 127.0.0.2}}
   node2: {{address: 127.0.0.4}}

@@ -22,8 +22,7 @@ def test_shards_then_merge_equal_one_sweep(sshd_cluster, tmp_path: Path) -> None
     hosts = {s: sshd_cluster.address_of(s) for s in ("healthy", "case_study", "idle", "power_reduced", "ecc")}
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(
-        f"defaults: {{user: {sshd_cluster.user}, port: {sshd_cluster.port}, identity_file: {sshd_cluster.client_key},"
-        f" known_hosts: {sshd_cluster.known_hosts}}}\nhosts:\n"
+        f"{sshd_cluster.inventory_defaults()}hosts:\n"
         + "".join(f"  {name}: {{address: {address}}}\n" for name, address in hosts.items()))
     args = ("-i", str(inventory), "--samples", "1", "--interval", "0", "--format", "json")
     parts = []

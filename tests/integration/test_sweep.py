@@ -279,15 +279,9 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
 
 def test_cli_json_from_an_inventory(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     inventory = tmp_path / "inventory.yaml"
-    inventory.write_text(f"""
-defaults:
-  user: {sshd_cluster.user}
-  port: {sshd_cluster.port}
-  identity_file: {sshd_cluster.client_key}
-  known_hosts: {sshd_cluster.known_hosts}
-hosts:
-  sick: {{address: 127.0.0.3}}
-  fine: {{address: 127.0.0.2}}
+    inventory.write_text(sshd_cluster.inventory_defaults() + """hosts:
+  sick: {address: 127.0.0.3}
+  fine: {address: 127.0.0.2}
 """)
     done = _cli("sweep", "-i", str(inventory), "--format", "json", "--samples", "2", "--interval", "0.1")
     assert done.returncode == 1, done.stderr

@@ -8,13 +8,13 @@ import json
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from agent.model import RemoteResult
 from agent.runner import SweepOptions, collector_command
+from agent.simulate.loopback import process_ended
 from agent.transport import CommandTimeout, SshOptions, SshTransport
 
 pytestmark = pytest.mark.integration
@@ -29,8 +29,7 @@ def logins(cluster) -> int:  # type: ignore[no-untyped-def]
 
 def watch(cluster, tmp_path: Path, hosts_yaml: str) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
     inventory = tmp_path / "inventory.yaml"
-    inventory.write_text(f"defaults: {{user: {cluster.user}, port: {cluster.port}, identity_file: {cluster.client_key},"
-                         f" known_hosts: {cluster.known_hosts}}}\nhosts:\n{hosts_yaml}")
+    inventory.write_text(f"{cluster.inventory_defaults()}hosts:\n{hosts_yaml}")
     return subprocess.run([sys.executable, "-m", "agent.cli", "watch", "-i", str(inventory), "--count", "3",
                            "--every", "0.2", "--samples", "1", "--interval", "0", "--plain"],
                           capture_output=True, text=True, cwd=REPO, timeout=120)
@@ -82,16 +81,6 @@ def _rounds(cluster, scenario: str, count: int, deadline_s: float = 30.0) -> lis
     return asyncio.run(run())
 
 
-def _gone(pid: int, wait_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + wait_s
-    while Path(f"/proc/{pid}").exists():
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[:1]
-        if state == ["Z"] or time.monotonic() > deadline:
-            return state == ["Z"]
-        time.sleep(0.05)
-    return True
-
-
 def test_one_collector_process_answers_every_refresh_and_ends_with_the_connection(sshd_cluster) -> None:  # type: ignore[no-untyped-def]
     results = _rounds(sshd_cluster, "case_study", 3)
     docs = [json.loads(r.stdout) for r in results]
@@ -101,7 +90,7 @@ def test_one_collector_process_answers_every_refresh_and_ends_with_the_connectio
     assert len(pids) == 1  # started once: later refreshes cost the readings alone
     assert all(len(d["samples"]) == 1 and d["samples"][0]["exit"] == 0 for d in docs)
     assert all(d["context"]["topology"]["exit"] == 0 for d in docs)  # starved: read once, kept
-    assert _gone(pids.pop())  # the connection closed: its stdin ended, and so did it
+    assert process_ended(pids.pop(), wait_s=10.0)  # the connection closed: its stdin ended, and so did it
 
 
 def test_a_node_without_python_answers_each_refresh_with_a_new_shell_collector(sshd_cluster) -> None:  # type: ignore[no-untyped-def]

@@ -43,8 +43,7 @@ def calls(folder: Path) -> list[str]:
 
 def test_the_driver_branch_gives_what_libcuda_gave_on_the_real_h200(no_libcuda: None) -> None:
     recorded = json.loads((DATA / "h200_580.159_spin" / "probe.json").read_text())
-    chosen = [tuple(pair) for pair in recorded["fields"]]
-    driver = probe._driver_version(chosen, recorded["samples"][0]["stdout"])
+    driver = next(row["driver_version"] for row in probe._rows_read(recorded))
 
     assert driver == "580.159.04"
     assert probe.cuda_version("/nonexistent/nvidia-smi", driver, 5.0) == (recorded["cuda_version"], "driver branch")
