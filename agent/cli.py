@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from agent import cli_options as opt
-from agent.report import OutputFormat
+from gpudiag import cli_options as opt
+from gpudiag.report import OutputFormat
 
 if TYPE_CHECKING:  # the CLI imports the heavy layers lazily, so `gpudiag --help` starts fast
-    from agent.checks import CheckSettings
-    from agent.logs import LogOptions
-    from agent.model import Host, RemoteResult, SweepReport
-    from agent.runner import SweepOptions
-    from agent.transport import RemoteCommand, Transport
+    from gpudiag.checks import CheckSettings
+    from gpudiag.logs import LogOptions
+    from gpudiag.model import Host, RemoteResult, SweepReport
+    from gpudiag.runner import SweepOptions
+    from gpudiag.transport import RemoteCommand, Transport
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 T = TypeVar("T")
@@ -73,8 +73,8 @@ def _select_hosts(targets: list[str], inventory: Path | None, user: str | None, 
                   identity_file: str | None, limit: list[str], exclude: list[str],
                   local: bool) -> tuple[list[Host], dict[str, object]]:
     """(hosts, inventory check overrides) from an inventory and/or ad hoc targets."""
-    from agent.inventory import hosts_from_patterns, load_inventory, select
-    from agent.model import Host  # noqa: F811 - at run time, not only for the type checker
+    from gpudiag.inventory import hosts_from_patterns, load_inventory, select
+    from gpudiag.model import Host  # noqa: F811 - at run time, not only for the type checker
 
     hosts: list[Host] = []
     overrides: dict[str, object] = {}
@@ -97,7 +97,7 @@ def _select_hosts(targets: list[str], inventory: Path | None, user: str | None, 
 
 
 def _settings(overrides: dict[str, object], flags: dict[str, float | None]) -> CheckSettings:
-    from agent.checks import CheckSettings, with_overrides
+    from gpudiag.checks import CheckSettings, with_overrides
 
     settings = with_overrides(CheckSettings(), overrides)
     return with_overrides(settings, {k: v for k, v in flags.items() if v is not None})
@@ -156,9 +156,9 @@ def sweep(
     quiet: bool = opt.QUIET,
 ) -> None:
     """Sweep hosts over SSH, read their GPUs and logs, and report what is wrong."""
-    from agent.checks import SettingsError
-    from agent.inventory import InventoryError
-    from agent.transport import KeyLoadError
+    from gpudiag.checks import SettingsError
+    from gpudiag.inventory import InventoryError
+    from gpudiag.transport import KeyLoadError
 
     try:
         logs = _log_options(log, pack, log_tail_mib)
@@ -168,7 +168,7 @@ def sweep(
             hosts, overrides = _select_hosts(targets or [], inventory, user, port, identity_file, limit,
                                              exclude, local)
             if shard is not None:
-                from agent.shard import parse_shard, select_shard
+                from gpudiag.shard import parse_shard, select_shard
 
                 hosts = list(select_shard(hosts, *parse_shard(shard)))
             if not hosts and shard is None:
@@ -185,7 +185,7 @@ def sweep(
         raise _fail(str(exc)) from None
     code = report.exit_code
     if not (quiet and code == 0):
-        from agent.report import render
+        from gpudiag.report import render
 
         typer.echo(render(report, fmt, color=sys.stdout.isatty()) if fmt is OutputFormat.TABLE
                    else render(report, fmt))
@@ -198,8 +198,8 @@ def _prepare(hosts: list[Host], settings: CheckSettings, *, samples: int, interv
              raw_dir: Path | None = None, keep_connections: bool = False, logs: LogOptions | None = None,
              gpus: bool = True) -> tuple[Transport, SweepOptions]:
     """The transport and sweep options the flags ask for; configuration errors raise before any connection."""
-    from agent.runner import SweepOptions
-    from agent.transport import LocalTransport, SshOptions, SshTransport
+    from gpudiag.runner import SweepOptions
+    from gpudiag.transport import LocalTransport, SshOptions, SshTransport
 
     options = SshOptions(connect_timeout_s=connect_timeout, login_timeout_s=login_timeout,
                          accept_new_host_keys=accept_new, keep_connections=keep_connections)
@@ -215,7 +215,7 @@ def _prepare(hosts: list[Host], settings: CheckSettings, *, samples: int, interv
     if source not in ("auto", "nvidia-smi"):
         raise CannotRun(f"--source {source}: choose auto or nvidia-smi")
     _raise_open_file_limit(concurrency)
-    from agent.logs import LogOptions, build_plans
+    from gpudiag.logs import LogOptions, build_plans
 
     logs = logs or LogOptions()
     build_plans(hosts, logs)  # a broken log entry or pack fails here (LogConfigError), before any connection
@@ -226,7 +226,7 @@ def _prepare(hosts: list[Host], settings: CheckSettings, *, samples: int, interv
 
 
 def _run_sweep(hosts: list[Host], settings: CheckSettings, **flags: Any) -> SweepReport:
-    from agent.runner import sweep as run_sweep
+    from gpudiag.runner import sweep as run_sweep
 
     transport, sweep_options = _prepare(hosts, settings, **flags)
     return run_async(run_sweep(hosts, transport, sweep_options))
@@ -234,8 +234,8 @@ def _run_sweep(hosts: list[Host], settings: CheckSettings, **flags: Any) -> Swee
 
 def _run_demo(samples: int, interval: float, timeout: float, concurrency: int, logs: LogOptions | None = None,
               gpus: bool = True) -> SweepReport:
-    from agent.logs import build_plans
-    from agent.simulate.demo import sweep_demo
+    from gpudiag.logs import build_plans
+    from gpudiag.simulate.demo import sweep_demo
 
     if logs is not None:
         build_plans([], logs)  # --pack and --signature are checked before the demo cluster starts
@@ -245,7 +245,7 @@ def _run_demo(samples: int, interval: float, timeout: float, concurrency: int, l
 
 def _log_options(paths: list[str], packs: list[str], tail_mib: float, signature: str | None = None,
                  keep: int = 3) -> LogOptions:
-    from agent.logs import LogOptions
+    from gpudiag.logs import LogOptions
 
     return LogOptions(paths=tuple(paths), pack_files=tuple(packs), tail_mib=tail_mib, only_signature=signature,
                       keep=keep)
@@ -277,8 +277,8 @@ def local(
     quiet: bool = opt.QUIET,
 ) -> None:
     """Read this machine's GPUs (no SSH) and logs, through the same checks and report."""
-    from agent.checks import CheckSettings
-    from agent.model import Host, SmiStatus
+    from gpudiag.checks import CheckSettings
+    from gpudiag.model import Host, SmiStatus
 
     try:
         report = _run_sweep([Host(name="localhost")], CheckSettings(), samples=samples, interval=interval,
@@ -297,7 +297,7 @@ def local(
         typer.echo("gpudiag: no NVIDIA GPU can be read on this machine: nvidia-smi is not installed"
                    + (f" and NVML does not load ({why})" if why else ""))
     else:
-        from agent.report import render
+        from gpudiag.report import render
 
         typer.echo(render(report, fmt))
     raise typer.Exit(code)
@@ -313,7 +313,7 @@ def inventory_cmd(
     """Print the expanded host list with each host's effective settings."""
     import json
 
-    from agent.inventory import InventoryError, describe
+    from gpudiag.inventory import InventoryError, describe
 
     try:
         hosts, _ = _select_hosts([], inventory, None, None, None, limit, exclude, False)
@@ -323,7 +323,7 @@ def inventory_cmd(
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
-    from agent.report.inventory_table import render_inventory
+    from gpudiag.report.inventory_table import render_inventory
 
     typer.echo(render_inventory(rows), nl=False)
 
@@ -349,10 +349,10 @@ def watch(
     plain: bool = typer.Option(False, "--plain", help="Print each refresh below the last (no redraw)."),
 ) -> None:
     """Keep one connection per host and refresh a live view: bars, findings as they appear and clear."""
-    from agent.inventory import InventoryError
-    from agent.report.live import LiveScreen, render_watch
-    from agent.transport import KeyLoadError
-    from agent.watch import watch as run_watch
+    from gpudiag.inventory import InventoryError
+    from gpudiag.report.live import LiveScreen, render_watch
+    from gpudiag.transport import KeyLoadError
+    from gpudiag.watch import watch as run_watch
 
     try:
         hosts, overrides = _select_hosts(targets or [], inventory, user, port, identity_file, limit, exclude, False)
@@ -396,9 +396,9 @@ def merge(
     """Merge the JSON reports of several sweeps (e.g. --shard 1/4 ... 4/4) into one report."""
     import json
 
-    from agent.report.json_report import from_document
-    from agent.shard import ShardError
-    from agent.shard import merge as merge_reports
+    from gpudiag.report.json_report import from_document
+    from gpudiag.shard import ShardError
+    from gpudiag.shard import merge as merge_reports
 
     loaded = []
     for path in reports:
@@ -411,14 +411,14 @@ def merge(
     except ShardError as exc:
         raise _fail(str(exc)) from None
     if not (quiet and report.exit_code == 0):
-        from agent.report import render
+        from gpudiag.report import render
 
         typer.echo(render(report, fmt))
     raise typer.Exit(report.exit_code)
 
 
 # gpudiag signatures / gpudiag grep live in agent/cli_logs.py (this module would pass 400 lines).
-from agent.cli_logs import grep, signatures  # noqa: E402 - they use the helpers above
+from gpudiag.cli_logs import grep, signatures  # noqa: E402 - they use the helpers above
 
 app.command()(signatures)
 app.command()(grep)

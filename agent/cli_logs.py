@@ -1,7 +1,7 @@
-"""``gpudiag signatures`` and ``gpudiag grep``: the log-evidence commands, registered on the app by agent.cli.
+"""``gpudiag signatures`` and ``gpudiag grep``: the log-evidence commands, registered on the app by gpudiag.cli.
 
 Part of the command-line layer (with agent/cli.py, the only code that prints or sets the exit code); the
-helpers they share with ``sweep`` (host selection, the sweep itself, the demo) come from agent.cli.
+helpers they share with ``sweep`` (host selection, the sweep itself, the demo) come from gpudiag.cli.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from agent import cli_options as opt
+from gpudiag import cli_options as opt
 
 
 def signatures(
@@ -18,9 +18,9 @@ def signatures(
                                    "and show (repeatable)."),
 ) -> None:
     """List the signature packs: their configuration echoes, signatures and expectations."""
-    from agent.cli import _fail
-    from agent.logs import PackError, Registry
-    from agent.report.logs_report import render_signatures
+    from gpudiag.cli import _fail
+    from gpudiag.logs import PackError, Registry
+    from gpudiag.report.logs_report import render_signatures
 
     files = [p for p in pack if "/" in p or p.endswith((".yaml", ".yml"))]
     try:
@@ -63,11 +63,11 @@ def grep(
     """Run one signature across hosts' logs; hosts with identical output are shown once.
 
     Exit 0 when a line matched somewhere, 1 when none did, 2 when a host or a log could not be read."""
-    from agent.checks import CheckSettings
-    from agent.cli import CannotRun, _fail, _log_options, _run_demo, _run_sweep, _select_hosts
-    from agent.inventory import InventoryError
-    from agent.report.logs_report import grep_document, grep_exit_code, render_grep
-    from agent.transport import KeyLoadError
+    from gpudiag.checks import CheckSettings
+    from gpudiag.cli import CannotRun, _fail, _log_options, _run_demo, _run_sweep, _select_hosts
+    from gpudiag.inventory import InventoryError
+    from gpudiag.report.logs_report import grep_document, grep_exit_code, render_grep
+    from gpudiag.transport import KeyLoadError
 
     try:
         logs = _log_options(log, pack, log_tail_mib, signature=signature, keep=lines)

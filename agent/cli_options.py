@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from agent.report import OutputFormat
+from gpudiag.report import OutputFormat
 
 INVENTORY = typer.Option(None, "--inventory", "-i", help="Inventory YAML file.")
 USER = typer.Option(None, "--user", "-u", help="SSH user for the targets.")

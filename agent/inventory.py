@@ -30,8 +30,8 @@ from types import MappingProxyType
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from agent.hostlist import HostPatternError, expand, fold
-from agent.model import Host
+from gpudiag.hostlist import HostPatternError, expand, fold
+from gpudiag.model import Host
 
 VAR_KEYS = ("address", "identity_file", "jump", "known_hosts", "logs", "port", "user")
 _TOP_KEYS = ("checks", "defaults", "groups", "hosts")

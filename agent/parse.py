@@ -15,10 +15,10 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from agent.arch import arch_name, parse_compute_capability, sm_name
-from agent.logs.plan import LogPlan
-from agent.model import PROBE_SCHEMA, GpuReading, GpuSample, NodeReadings, SmiStatus
-from agent.parse_logs import parse_context, parse_logs
+from gpudiag.arch import arch_name, parse_compute_capability, sm_name
+from gpudiag.logs.plan import LogPlan
+from gpudiag.model import PROBE_SCHEMA, GpuReading, GpuSample, NodeReadings, SmiStatus
+from gpudiag.parse_logs import parse_context, parse_logs
 
 
 class ProbeFormatError(ValueError):
@@ -298,7 +298,7 @@ def _window(samples: Sequence[Mapping[str, Any]]) -> float | None:
 
 
 def _parse_nvml(nvml: Mapping[str, Any], common: Mapping[str, Any]) -> NodeReadings:
-    """The NVML reader's part of the document (see collectors/nvml.py) → readings, same units."""
+    """The NVML reader's part of the document (see collectors/node/nvml.py) → readings, same units."""
     statics = {to_int(g.get("index")): g for g in _items(nvml.get("gpus")) if isinstance(g, dict)}
     raw_samples = [s for s in _items(nvml.get("samples")) if isinstance(s, dict)]
     energy = {to_int(e.get("index")): e for e in _items(nvml.get("energy")) if isinstance(e, dict)}

@@ -19,9 +19,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from agent.logs.echo import facts_of
-from agent.logs.plan import LogPlan
-from agent.model import GpuLink, LogLine, LogMatch, LogScan, LogStatus, NodeContext, ServerFacts
+from gpudiag.logs.echo import facts_of
+from gpudiag.logs.plan import LogPlan
+from gpudiag.model import GpuLink, LogLine, LogMatch, LogScan, LogStatus, NodeContext, ServerFacts
 
 _GPU = re.compile(r"GPU(\d+)$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # nvidia-smi underlines the header on a terminal

@@ -14,8 +14,8 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from collectors import bundle, fallback_source
-from collectors.probe import FIELDS
+from gpudiag.collectors.bundle import bundle, fallback_source
+from gpudiag.collectors.node.probe import FIELDS
 
 # Exit statuses of `timeout`: 124 after TERM at the deadline, 137 when the -k KILL was needed.
 TIMEOUT_EXIT_STATUSES = (124, 137)

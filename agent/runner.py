@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from agent.checks import CheckSettings, evaluate
-from agent.logs.plan import NO_LOGS, LogOptions, LogPlan, build_plans
-from agent.model import Host, HostReport, HostStatus, NodeReadings, RemoteResult, SweepReport
-from agent.parse import ProbeFormatError, parse_probe_output
-from agent.remote import TIMEOUT_EXIT_STATUSES, collector_call
-from agent.transport import RemoteCommand, Transport, TransportError
+from gpudiag.checks import CheckSettings, evaluate
+from gpudiag.logs.plan import NO_LOGS, LogOptions, LogPlan, build_plans
+from gpudiag.model import Host, HostReport, HostStatus, NodeReadings, RemoteResult, SweepReport
+from gpudiag.parse import ProbeFormatError, parse_probe_output
+from gpudiag.remote import TIMEOUT_EXIT_STATUSES, collector_call
+from gpudiag.transport import RemoteCommand, Transport, TransportError
 
 # Client-side grace past the remote deadline, so the node's own `timeout` answers first.
 DEADLINE_GRACE_S = 5.0
@@ -97,7 +97,7 @@ async def sweep_host(transport: Transport, host: Host, options: SweepOptions,
     """Collect one host and judge it; every failure becomes this host's status, never an exception.
 
     ``plan`` is the host's log plan (built from ``host.logs`` and ``options.logs`` when not given; a broken
-    log configuration raises :class:`~agent.logs.LogConfigError` before anything connects)."""
+    log configuration raises :class:`~gpudiag.logs.LogConfigError` before anything connects)."""
     started = time.monotonic()
     if plan is None:
         plan = build_plans([host], options.logs)[host.name]

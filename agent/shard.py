@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from agent.model import Host, SweepReport
+from gpudiag.model import Host, SweepReport
 
 
 class ShardError(ValueError):

@@ -20,7 +20,7 @@ from typing import Protocol, Union
 
 import asyncssh
 
-from agent.model import Host, HostStatus, RemoteResult
+from gpudiag.model import Host, HostStatus, RemoteResult
 
 DEFAULT_USER_KNOWN_HOSTS = "~/.ssh/known_hosts"
 DEFAULT_GPUDIAG_KNOWN_HOSTS = "~/.config/gpudiag/known_hosts"

@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from agent.model import Finding, Host, RemoteResult, SweepReport
-from agent.runner import SweepOptions, sweep
-from agent.transport import RemoteCommand, Transport, TransportError
+from gpudiag.model import Finding, Host, RemoteResult, SweepReport
+from gpudiag.runner import SweepOptions, sweep
+from gpudiag.transport import RemoteCommand, Transport, TransportError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

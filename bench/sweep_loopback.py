@@ -5,19 +5,19 @@ Run from the repository root (needs OpenSSH's sshd and ssh; pdsh and clush are o
     python3 bench/sweep_loopback.py                  # 100 hosts (about a minute on 2 cores)
     python3 bench/sweep_loopback.py --sizes 100,300,1000 [--call-ms 33]
 
-For each size N it starts :func:`agent.simulate.loopback.running_cluster` with N healthy simulated nodes
+For each size N it starts :func:`loopback.running_cluster` with N healthy simulated nodes
 (127.0.1.1, 127.0.1.2, ...: one real ``sshd`` per 16 addresses, the fake ``nvidia-smi`` on each, every call
 lasting at least ``--call-ms``: by default an H200's 33 ms, from ``bench/node_cost.py``) and runs, one after
 the other, on the same hosts with the same key, port and ``known_hosts``:
 
-- ``gpudiag CLI``: ``python3 -m agent.cli sweep -i INVENTORY --format json`` as a subprocess (Python start-up
+- ``gpudiag CLI``: ``python3 -m gpudiag.cli sweep -i INVENTORY --format json`` as a subprocess (Python start-up
   included) with ``--samples 1 --interval 0`` (one reading, comparable to one nvidia-smi call), at its default
   fan-out and at the peers' 64; up to 300 hosts also with the default window (5 samples 0.5 s apart: 2 s), at
   fan-out 64 (256 collectors at once, all on these 2 cores, would outlast the 30 s deadline);
-- ``gpudiag in-process``: :func:`agent.runner.sweep` with :class:`agent.transport.SshTransport`
+- ``gpudiag in-process``: :func:`gpudiag.runner.sweep` with :class:`gpudiag.transport.SshTransport`
   (``SshOptions(ssh_config=[], connect_timeout_s=10)``) inside this process, one sample: the same sweep
   without interpreter start-up, imports and report rendering (the CLI rows minus this row is that overhead);
-- ``gpudiag watch``: :func:`agent.watch.watch` inside this process, 4 refreshes of one sample with no pause:
+- ``gpudiag watch``: :func:`gpudiag.watch.watch` inside this process, 4 refreshes of one sample with no pause:
   the first refresh (connections opened, one collector started per host) and the mean of the later ones
   (connections and collectors kept: a refresh is one line each way per host). Its sshd-side CPU is the whole
   machine's busy CPU less the client's: kept sessions are not reaped, so the sshd listeners' accounts do not
@@ -55,7 +55,7 @@ Columns of the table printed per size:
   this benchmark's own sampling, and anything else running). Much above 0, the run was disturbed and a
   warning line says so.
 
-Also printed: the start-up of ``python3 -c pass`` and of ``python3 -m agent.cli --help`` (median of 5 runs);
+Also printed: the start-up of ``python3 -c pass`` and of ``python3 -m gpudiag.cli --help`` (median of 5 runs);
 one "bottleneck" line per row (CPU-bound when busy > 75 %, and which side used most of the CPU); the dead host
 alone (wall time against the connect timeout) and the N healthy hosts plus the dead host in one sweep (wall
 time against max(dead host alone, healthy sweep), which it should be close to, and against connect timeout +
@@ -90,13 +90,13 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # run from a checkout without installing
+sys.path.insert(0, str(REPO / "tests"))  # the loopback sshd cluster (tests/loopback.py)
 
-from agent.model import Host, HostStatus, SweepReport  # noqa: E402
-from agent.runner import SweepOptions, sweep  # noqa: E402
-from agent.simulate.loopback import SshdCluster, SshdUnavailable, running_cluster  # noqa: E402
-from agent.transport import SshOptions, SshTransport  # noqa: E402
-from agent.watch import watch  # noqa: E402
+from gpudiag.model import Host, HostStatus, SweepReport  # noqa: E402
+from gpudiag.runner import SweepOptions, sweep  # noqa: E402
+from loopback import SshdCluster, SshdUnavailable, running_cluster  # noqa: E402
+from gpudiag.transport import SshOptions, SshTransport  # noqa: E402
+from gpudiag.watch import watch  # noqa: E402
 
 EQUAL_FAN_OUT = 64  # every tool at this fan-out, besides each at its own default
 DEFAULT_FAN_OUT = {"gpudiag": 256, "pdsh": 32, "clush": 64}
@@ -269,7 +269,7 @@ def write_inventory(path: Path, cluster: SshdCluster, hosts: Sequence[Host]) -> 
 def gpudiag_cli(cluster: SshdCluster, inventory: Path, extra: Sequence[str], label: str,
                 concurrency: int = DEFAULT_FAN_OUT["gpudiag"], event_loop: str = "asyncio"
                 ) -> tuple[Row, dict[str, Any]]:
-    argv = [sys.executable, "-m", "agent.cli", "--event-loop", event_loop, "sweep", "-i", str(inventory),
+    argv = [sys.executable, "-m", "gpudiag.cli", "--event-loop", event_loop, "sweep", "-i", str(inventory),
             "--format", "json",
             "--concurrency", str(concurrency), *extra]
     code, out, err, wall, cpu, rss_one, rss_sum, sshd, other = run_measured(argv, env=ENV, sshd_pids=cluster.sshd_pids)
@@ -558,7 +558,7 @@ def main() -> None:
           f"{_version(['pdsh', '-V'])}, {_version(['clush', '--version'])}; each nvidia-smi call lasts at least "
           f"{args.call_ms:g} ms")
     print(f"start-up, median of 5: python3 -c pass {startup_s([sys.executable, '-c', 'pass']):.3f} s, "
-          f"python3 -m agent.cli --help {startup_s([sys.executable, '-m', 'agent.cli', '--help']):.3f} s")
+          f"python3 -m gpudiag.cli --help {startup_s([sys.executable, '-m', 'gpudiag.cli', '--help']):.3f} s")
     try:
         for size in sizes:
             bench_size(size, args.call_ms)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from agent.checks.gpu import GPU_CHECKS
-from agent.checks.logs import log_findings, with_context
-from agent.checks.node import NODE_CHECKS, host_unreachable
-from agent.checks.settings import CheckSettings, SettingsError, with_overrides
-from agent.logs.plan import LogPlan
-from agent.model import Finding, HostStatus, NodeReadings
+from gpudiag.checks.gpu import GPU_CHECKS
+from gpudiag.checks.logs import log_findings, with_context
+from gpudiag.checks.node import NODE_CHECKS, host_unreachable
+from gpudiag.checks.settings import CheckSettings, SettingsError, with_overrides
+from gpudiag.logs.plan import LogPlan
+from gpudiag.model import Finding, HostStatus, NodeReadings
 
 __all__ = ["CheckSettings", "SettingsError", "evaluate", "with_overrides"]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent.checks.settings import CheckSettings
-from agent.model import Finding, GpuReading, Severity
+from gpudiag.checks.settings import CheckSettings
+from gpudiag.model import Finding, GpuReading, Severity
 
 # Clock-event reasons that explain low power by themselves; each has its own finding.
 THERMAL_REASONS = ("hw_thermal_slowdown", "sw_thermal_slowdown")

@@ -16,10 +16,10 @@ import dataclasses
 import re
 from collections.abc import Iterable
 
-from agent.logs.echo import same_value, show
-from agent.logs.plan import KERNEL, LogPlan, LogSource
-from agent.logs.xid import describe, gpu_index
-from agent.model import (
+from gpudiag.logs.echo import same_value, show
+from gpudiag.logs.plan import KERNEL, LogPlan, LogSource
+from gpudiag.logs.xid import describe, gpu_index
+from gpudiag.model import (
     Finding,
     LogMatch,
     LogScan,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agent.checks.settings import CheckSettings
-from agent.model import Finding, HostStatus, NodeReadings, Severity, SmiStatus
+from gpudiag.checks.settings import CheckSettings
+from gpudiag.model import Finding, HostStatus, NodeReadings, Severity, SmiStatus
 
 
 def nvidia_smi_health(host: str, node: NodeReadings, s: CheckSettings) -> tuple[Finding, ...]:

@@ -11,12 +11,12 @@ A *pack* (YAML, ``agent/logs/packs/*.yaml`` built in, or a user file) holds:
 * **expectations**: "when the configuration says X, expect lines matching Y after startup"; when they are
   absent the finding ``LOG_EXPECTED_ABSENT`` says so, and what it implies.
 
-:mod:`agent.logs.plan` turns a host's ``logs:`` (inventory) and ``--log`` paths into the sources its node
-scans; the node compiles the regexes itself (``collectors/logscan.py``), nothing goes through a shell.
+:mod:`gpudiag.logs.plan` turns a host's ``logs:`` (inventory) and ``--log`` paths into the sources its node
+scans; the node compiles the regexes itself (``collectors/node/logscan.py``), nothing goes through a shell.
 """
 
-from agent.logs.packs import Echo, Expectation, Pack, PackError, Registry, Signature, builtin_packs, load_pack
-from agent.logs.plan import KERNEL, LogConfigError, LogOptions, LogPlan, LogSource, build_plans
+from gpudiag.logs.packs import Echo, Expectation, Pack, PackError, Registry, Signature, builtin_packs, load_pack
+from gpudiag.logs.plan import KERNEL, LogConfigError, LogOptions, LogPlan, LogSource, build_plans
 
 __all__ = ["KERNEL", "Echo", "Expectation", "LogConfigError", "LogOptions", "LogPlan", "LogSource", "Pack",
            "PackError", "Registry", "Signature", "build_plans", "builtin_packs", "load_pack"]

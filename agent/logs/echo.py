@@ -17,7 +17,7 @@ import ast
 import shlex
 from collections.abc import Iterable, Mapping
 
-from agent.model import FactValue
+from gpudiag.model import FactValue
 
 MAX_VALUE_CHARS = 2000  # longer values are kept as text, not evaluated
 TEXT_CHARS = 200  # a value kept as text is cut to this

@@ -1,4 +1,4 @@
-"""Signature packs: YAML files of signatures, configuration echoes and expectations (see ``agent.logs``).
+"""Signature packs: YAML files of signatures, configuration echoes and expectations (see ``gpudiag.logs``).
 
 The pack format (every key but ``pack`` optional)::
 
@@ -35,7 +35,7 @@ The pack format (every key but ``pack`` optional)::
         action: ...
 
 Every error is a :class:`PackError` whose message is one line naming the file and the entry. PyYAML is
-imported here as well as in ``agent.inventory``: a pack is not an inventory, and routing its YAML through
+imported here as well as in ``gpudiag.inventory``: a pack is not an inventory, and routing its YAML through
 the inventory module would only tie the two together.
 """
 
@@ -50,7 +50,7 @@ from typing import Any
 
 import yaml
 
-from agent.model import FactValue
+from gpudiag.model import FactValue
 
 PACKS_DIR = Path(__file__).resolve().parent / "packs"
 # The built-in packs, in the order they are listed and applied: an explicit registry, no discovery.
@@ -88,7 +88,7 @@ class Signature:
     report: str = "signature"  # "signature": LOG_SIGNATURE findings; "xid": XID findings
 
     def node_spec(self) -> dict[str, object]:
-        """What the node needs to find it (collectors/logscan.py)."""
+        """What the node needs to find it (collectors/node/logscan.py)."""
         spec: dict[str, object] = {"name": self.name, "regex": self.regex}
         if self.exclude:
             spec["exclude"] = self.exclude

@@ -21,8 +21,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from agent.logs.packs import Echo, Expectation, Pack, PackError, Registry, Signature, load_pack
-from agent.model import Host
+from gpudiag.logs.packs import Echo, Expectation, Pack, PackError, Registry, Signature, load_pack
+from gpudiag.model import Host
 
 KERNEL = "@kernel"
 DEFAULT_TAIL_MIB = 8.0
@@ -61,7 +61,7 @@ class LogSource:
     keep: int = 3
 
     def node_config(self) -> dict[str, object]:
-        """The source as the node's scanner reads it (collectors/logscan.py): data, never shell text."""
+        """The source as the node's scanner reads it (collectors/node/logscan.py): data, never shell text."""
         return {"path": self.path, "tail_bytes": self.tail_bytes, "since_hours": self.since_hours,
                 "max_files": MAX_FILES, "keep": self.keep,
                 "signatures": [s.node_spec() for s in self.signatures],

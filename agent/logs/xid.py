@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from agent.model import GpuReading, Severity
+from gpudiag.model import GpuReading, Severity
 
 CATALOG_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 

@@ -1,4 +1,4 @@
-"""Report formatters: each turns a :class:`~agent.model.SweepReport` into text and prints nothing.
+"""Report formatters: each turns a :class:`~gpudiag.model.SweepReport` into text and prints nothing.
 
 ``OutputFormat`` maps the CLI's ``--format`` choice to a formatter through one explicit table.
 """
@@ -9,7 +9,7 @@ import enum
 from collections.abc import Callable
 from typing import Any
 
-from agent.model import SweepReport
+from gpudiag.model import SweepReport
 
 __all__ = ["OutputFormat", "render"]
 
@@ -27,7 +27,7 @@ _PRESENTATION_OPTIONS = frozenset({"width", "color"})
 
 
 def _render_json(report: SweepReport, **options: Any) -> str:
-    from agent.report.json_report import render_json  # imported on use: the CLI starts without it
+    from gpudiag.report.json_report import render_json  # imported on use: the CLI starts without it
 
     unknown = sorted(set(options) - _PRESENTATION_OPTIONS)
     if unknown:
@@ -36,7 +36,7 @@ def _render_json(report: SweepReport, **options: Any) -> str:
 
 
 def _render_table(report: SweepReport, **options: Any) -> str:
-    from agent.report.table import render_table  # rich is imported only when a table is drawn
+    from gpudiag.report.table import render_table  # rich is imported only when a table is drawn
 
     return render_table(report, **options)
 

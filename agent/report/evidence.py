@@ -6,7 +6,7 @@ Shown under a host's findings (not for hosts without findings: context explains 
 
 from __future__ import annotations
 
-from agent.model import HostReport, NodeContext, link_names
+from gpudiag.model import HostReport, NodeContext, link_names
 
 FACTS_SHOWN = 12  # at most this many facts per server line
 _MEASURES = ("sglang_decode_batch",)  # info signatures whose last values are worth a line

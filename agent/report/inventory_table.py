@@ -22,7 +22,7 @@ def _cell(value: object) -> Text:
 
 
 def render_inventory(rows: Sequence[Mapping[str, object]], *, width: int = 160) -> str:
-    """One row per host (as ``agent.inventory.describe`` gives them), then the host count."""
+    """One row per host (as ``gpudiag.inventory.describe`` gives them), then the host count."""
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for column in COLUMNS:
         table.add_column(column, overflow="fold")

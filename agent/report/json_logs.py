@@ -1,7 +1,7 @@
 """The ``logs`` and ``context`` keys of a host's ``node`` object in ``gpudiag.sweep/1``, and back.
 
 Every field of :class:`LogScan`, :class:`LogMatch`, :class:`ServerFacts` and :class:`NodeContext` is written,
-so :func:`agent.report.json_report.from_document` rebuilds the same values. Pairs (a match's named-group
+so :func:`gpudiag.report.json_report.from_document` rebuilds the same values. Pairs (a match's named-group
 ``values`` and ``key``, a server's facts) are written as JSON objects; ``context`` also carries the derived
 ``interconnect`` and ``is_vm``, which reading ignores.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agent.model import GpuLink, LogLine, LogMatch, LogScan, LogStatus, NodeContext, ServerFacts
+from gpudiag.model import GpuLink, LogLine, LogMatch, LogScan, LogStatus, NodeContext, ServerFacts
 
 
 def _line(line: LogLine | None) -> dict[str, Any] | None:

@@ -1,6 +1,6 @@
 """The sweep as a JSON document (schema ``gpudiag.sweep/1``), and back.
 
-``to_document`` turns a :class:`~agent.model.SweepReport` into plain JSON values with a fixed key order;
+``to_document`` turns a :class:`~gpudiag.model.SweepReport` into plain JSON values with a fixed key order;
 ``render_json`` writes it as text; ``from_document`` rebuilds the report, so several sweeps' JSON outputs
 can be merged later. The document carries every field of the model plus a few derived values
 (``power_pct_of_limit`` and the ``summary`` block), which ``from_document`` ignores.
@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from agent.model import (
+from gpudiag.model import (
     SWEEP_SCHEMA,
     Finding,
     GpuReading,
@@ -32,7 +32,7 @@ from agent.model import (
     SmiStatus,
     SweepReport,
 )
-from agent.report.json_logs import context_document, context_from, logs_document, logs_from
+from gpudiag.report.json_logs import context_document, context_from, logs_document, logs_from
 
 UNKNOWN_SM = "unknown"  # the gpus_by_sm key for GPUs whose SM family was not reported
 

@@ -13,8 +13,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from agent.model import Finding, GpuReading, SweepReport
-from agent.report.table import SEVERITY_TAGS, render_summary_line
+from gpudiag.model import Finding, GpuReading, SweepReport
+from gpudiag.report.table import SEVERITY_TAGS, render_summary_line
 
 BAR_CELLS = 12
 

@@ -11,8 +11,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from agent.logs.packs import Pack
-from agent.model import HostReport, LogMatch, LogScan, LogStatus, SweepReport
+from gpudiag.logs.packs import Pack
+from gpudiag.model import HostReport, LogMatch, LogScan, LogStatus, SweepReport
 
 REGEX_CHARS = 70
 
@@ -22,7 +22,7 @@ def _cut(text: str, limit: int) -> str:
 
 
 def _label(names: Sequence[str]) -> str:
-    from agent.hostlist import fold
+    from gpudiag.hostlist import fold
 
     try:
         return fold(names)

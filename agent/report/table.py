@@ -20,9 +20,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from agent.model import Finding, GpuReading, HostReport, Severity, SmiStatus, SweepReport, worst
-from agent.report.evidence import evidence_lines
-from agent.report.json_report import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
+from gpudiag.model import Finding, GpuReading, HostReport, Severity, SmiStatus, SweepReport, worst
+from gpudiag.report.evidence import evidence_lines
+from gpudiag.report.json_report import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
 
 K = TypeVar("K", bound=Hashable)
 
@@ -76,7 +76,7 @@ def group_identical(items: Iterable[tuple[str, K]]) -> list[tuple[tuple[str, ...
 
 def _label(names: Sequence[str]) -> str:
     """A host range for ``names`` ("gpu[01-03]"); the plain list when no range can hold them."""
-    from agent.hostlist import fold  # imported here so the report does not need it at import time
+    from gpudiag.hostlist import fold  # imported here so the report does not need it at import time
 
     try:
         return fold(names)

@@ -5,7 +5,7 @@ and client keys, a known_hosts that trusts exactly those keys), and each runs th
 real ``sh`` whose PATH holds the fake ``nvidia-smi`` (and ``systemd-detect-virt``) playing that host's
 scenario. So the demo goes through the real code path - transport, host-key check, collector, log scan,
 parser, checks, report - with no GPU. The case-study node serves a GLM-5 SGLang log and the spare node a
-kernel log with an Xid (:mod:`agent.simulate.demo_logs`), read by the node-side scanner like any log.
+kernel log with an Xid (:mod:`gpudiag.simulate.demo_logs`), read by the node-side scanner like any log.
 One host is an address where nothing listens: the unreachable node.
 """
 
@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 
 import asyncssh
 
-from agent.model import Host, SweepReport
-from agent.simulate.demo_logs import write_demo_logs
+from gpudiag.model import Host, SweepReport
+from gpudiag.simulate.demo_logs import write_demo_logs
 
 if TYPE_CHECKING:
-    from agent.logs import LogOptions
+    from gpudiag.logs import LogOptions
 
 HERE = Path(__file__).resolve().parent
 
@@ -147,10 +147,10 @@ async def sweep_demo(*, samples: int = 5, interval_s: float = 0.5, deadline_s: f
                      concurrency: int = 64, connect_timeout_s: float = 3.0, logs: LogOptions | None = None,
                      gpus: bool = True) -> SweepReport:
     """Start the demo cluster and sweep it through the real SSH transport (``gpus=False``: its logs only)."""
-    from agent.checks import CheckSettings
-    from agent.logs import LogOptions
-    from agent.runner import SweepOptions, sweep
-    from agent.transport import SshOptions, SshTransport
+    from gpudiag.checks import CheckSettings
+    from gpudiag.logs import LogOptions
+    from gpudiag.runner import SweepOptions, sweep
+    from gpudiag.transport import SshOptions, SshTransport
 
     async with demo_cluster() as cluster:
         transport = SshTransport(SshOptions(connect_timeout_s=connect_timeout_s,

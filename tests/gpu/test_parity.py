@@ -16,9 +16,9 @@ from typing import Any
 
 import pynvml
 
-from agent.parse import parse_probe
-from collectors import nvml as node_nvml
-from collectors import probe
+from gpudiag.parse import parse_probe
+from gpudiag.collectors.node import nvml as node_nvml
+from gpudiag.collectors.node import probe
 
 SAMPLES, INTERVAL_S = 5, 0.4
 

@@ -1,6 +1,6 @@
 """The ``sshd_cluster`` fixture: a real OpenSSH ``sshd`` on loopback playing simulated GPU nodes.
 
-The cluster itself lives in :mod:`agent.simulate.loopback` (so the benchmarks and an installed package can
+The cluster itself lives in :mod:`loopback` (so the benchmarks and an installed package can
 start it too); this file only starts it once per test session and skips when OpenSSH is not installed.
 The names the tests use are re-exported from here.
 """
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent.simulate.loopback import (
+from loopback import (
     EXTRA_HEALTHY_HOSTS,
     NO_NVIDIA_SMI,
     NO_PYTHON,

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from agent.checks import CheckSettings
-from agent.model import Host, HostReport, HostStatus, Severity, SmiStatus, SweepReport
-from agent.runner import SweepOptions, sweep
-from agent.transport import SshOptions, SshTransport
-from collectors import probe
+from gpudiag.checks import CheckSettings
+from gpudiag.model import Host, HostReport, HostStatus, Severity, SmiStatus, SweepReport
+from gpudiag.runner import SweepOptions, sweep
+from gpudiag.transport import SshOptions, SshTransport
+from gpudiag.collectors.node import probe
 
 pytestmark = pytest.mark.integration
 
@@ -273,7 +273,7 @@ def test_fifty_hosts_in_one_sweep(sshd_cluster) -> None:  # type: ignore[no-unty
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agent.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "gpudiag.cli", *args], capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, timeout=120)
 
 

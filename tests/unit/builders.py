@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agent.model import (
+from gpudiag.model import (
     Finding,
     GpuReading,
     GpuSample,

@@ -7,15 +7,15 @@ from typing import Any
 import pytest
 from builders import gpu, node, sample
 
-from agent.checks import CheckSettings, SettingsError, evaluate, with_overrides
-from agent.checks.gpu import (
+from gpudiag.checks import CheckSettings, SettingsError, evaluate, with_overrides
+from gpudiag.checks.gpu import (
     busy_low_power,
     hw_slowdown,
     pcie_link_degraded,
     power_limit_reduced,
     thermal_slowdown,
 )
-from agent.model import Finding, HostStatus, Severity, SmiStatus
+from gpudiag.model import Finding, HostStatus, Severity, SmiStatus
 
 S = CheckSettings()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.simulate import make_base
+import make_base
 
 STUB = Path(__file__).resolve().parents[2] / "agent" / "simulate" / "fake_nvidia_smi"
 SCENARIOS = sorted(p.stem for p in (STUB.parent / "scenarios").glob("[!_]*.json"))

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.checks import CheckSettings, evaluate
-from agent.model import HostStatus
-from agent.parse import parse_probe
+from gpudiag.checks import CheckSettings, evaluate
+from gpudiag.model import HostStatus
+from gpudiag.parse import parse_probe
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

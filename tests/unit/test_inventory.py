@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.inventory import (
+from gpudiag.inventory import (
     Inventory,
     InventoryError,
     describe,
@@ -15,7 +15,7 @@ from agent.inventory import (
     load_inventory,
     select,
 )
-from agent.model import Host
+from gpudiag.model import Host
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KNOWN_VARS = "(known: address, identity_file, jump, known_hosts, logs, port, user)"

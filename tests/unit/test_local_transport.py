@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.model import Host
-from agent.transport import CommandTimeout, LocalTransport, RemoteCommand
+from gpudiag.model import Host
+from gpudiag.transport import CommandTimeout, LocalTransport, RemoteCommand
 
 HOST = Host(name="localhost")
 

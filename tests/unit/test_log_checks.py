@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from builders import gpu, node, sample
 
-from agent.checks import CheckSettings, evaluate
-from agent.checks.logs import expert_parallel, with_context
-from agent.logs import KERNEL, LogOptions, build_plans
-from agent.logs.xid import describe, gpu_index, pci_key
-from agent.model import (
+from gpudiag.checks import CheckSettings, evaluate
+from gpudiag.checks.logs import expert_parallel, with_context
+from gpudiag.logs import KERNEL, LogOptions, build_plans
+from gpudiag.logs.xid import describe, gpu_index, pci_key
+from gpudiag.model import (
     Finding,
     GpuLink,
     Host,
@@ -30,11 +30,11 @@ from agent.model import (
     NodeReadings,
     Severity,
 )
-from agent.parse import parse_probe
-from agent.parse_logs import parse_context, parse_log_scan, parse_topology
-from agent.report.evidence import context_line, evidence_lines
-from agent.simulate.demo_logs import SERVER_ARGS, sglang_glm5_lines, spare_kernel_lines
-from collectors import logscan
+from gpudiag.parse import parse_probe
+from gpudiag.parse_logs import parse_context, parse_log_scan, parse_topology
+from gpudiag.report.evidence import context_line, evidence_lines
+from gpudiag.simulate.demo_logs import SERVER_ARGS, sglang_glm5_lines, spare_kernel_lines
+from gpudiag.collectors.node import logscan
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200x2_580.159_context"
 S = CheckSettings()

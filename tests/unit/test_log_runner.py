@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from agent.logs import LogConfigError, LogOptions
-from agent.model import Host, RemoteResult
-from agent.remote import collector_call
-from agent.runner import SweepOptions, sweep
-from agent.transport import RemoteCommand
+from gpudiag.logs import LogConfigError, LogOptions
+from gpudiag.model import Host, RemoteResult
+from gpudiag.remote import collector_call
+from gpudiag.runner import SweepOptions, sweep
+from gpudiag.transport import RemoteCommand
 
 STUB = Path(__file__).resolve().parents[2] / "agent" / "simulate" / "fake_nvidia_smi"
 
@@ -92,7 +92,7 @@ def _run(stub: Path, *args: str, scenario: str) -> subprocess.CompletedProcess[s
 
 
 def test_the_fake_node_answers_topo_m(tmp_path: Path) -> None:
-    from agent.parse_logs import parse_topology
+    from gpudiag.parse_logs import parse_topology
 
     stub = _stub(tmp_path, "nvidia-smi")
     case = _run(stub, "topo", "-m", scenario="case_study")

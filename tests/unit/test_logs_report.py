@@ -9,9 +9,9 @@ from pathlib import Path
 
 from builders import host_report, node, sweep
 
-from agent.logs import Registry, builtin_packs
-from agent.model import HostStatus, LogLine, LogMatch, LogScan, LogStatus
-from agent.report.logs_report import grep_document, grep_exit_code, render_grep, render_signatures
+from gpudiag.logs import Registry, builtin_packs
+from gpudiag.model import HostStatus, LogLine, LogMatch, LogScan, LogStatus
+from gpudiag.report.logs_report import grep_document, grep_exit_code, render_grep, render_signatures
 
 
 def _scan(path: str = "~/s.log", count: int = 3) -> LogScan:
@@ -66,7 +66,7 @@ def test_signatures_lists_every_kind_of_entry() -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agent.cli", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "gpudiag.cli", *args], capture_output=True, text=True, timeout=60)
 
 
 def test_cli_errors_are_one_line_and_exit_3(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The node-side log scanner (collectors/logscan.py) on files in tmp_path: tail, rotations, gzip, junk, windows,
+"""The node-side log scanner (collectors/node/logscan.py) on files in tmp_path: tail, rotations, gzip, junk, windows,
 configuration echoes, missing and unreadable logs, the kernel log's fallbacks, and the bundle carrying it all."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors import HERE, bundle
-from collectors import logscan as ls
+from gpudiag.collectors.bundle import NODE_DIR, bundle
+from gpudiag.collectors.node import logscan as ls
 
 SERVER_ARGS = ("[2026-11-30 06:10:02] server_args=ServerArgs(model_path='/m', disable_flashinfer_autotune=False, "
                "enable_nan_detection=False)")
@@ -220,7 +220,7 @@ def test_a_kernel_log_nobody_may_read_is_unreadable(monkeypatch: pytest.MonkeyPa
 
 @pytest.mark.parametrize("module", ["logscan.py", "context.py"])
 def test_node_modules_stay_python_36(module: str) -> None:
-    text = (HERE / module).read_text()
+    text = (NODE_DIR / module).read_text()
     ast.parse(text, feature_version=(3, 6))
     assert "from __future__" not in text and ":=" not in text
 

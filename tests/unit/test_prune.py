@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors import HERE, nvml_binding, pynvml_source
-from collectors.prune import names_used, prune
+from gpudiag.collectors.bundle import NODE_DIR, nvml_binding, pynvml_source
+from gpudiag.collectors.prune import names_used, prune
 
 
 def load(source: str | bytes, name: str) -> types.ModuleType:
@@ -34,7 +34,7 @@ def full_and_cut() -> tuple[types.ModuleType, types.ModuleType, bytes]:
 def test_the_cut_has_everything_the_reader_asks_for(full_and_cut: tuple[types.ModuleType, types.ModuleType,
                                                                          bytes]) -> None:
     full, cut, _ = full_and_cut
-    asked = names_used((HERE / "nvml.py").read_text())
+    asked = names_used((NODE_DIR / "nvml.py").read_text())
     wanted = {name for name in asked if hasattr(full, name)}
     assert {"nvmlInit", "nvmlShutdown", "nvmlDeviceGetPowerUsage", "NVML_CLOCK_SM", "NVMLError_NotSupported",
             "NVMLError_GpuIsLost", "nvmlDeviceGetTotalEnergyConsumption"} <= wanted

@@ -9,7 +9,7 @@ from dataclasses import fields
 import pytest
 from builders import finding, gpu, host_report, node, sample, sweep
 
-from agent.model import (
+from gpudiag.model import (
     SWEEP_SCHEMA,
     GpuLink,
     GpuReading,
@@ -25,7 +25,7 @@ from agent.model import (
     Severity,
     SmiStatus,
 )
-from agent.report.json_report import from_document, power_pct_of_limit, render_json, to_document
+from gpudiag.report.json_report import from_document, power_pct_of_limit, render_json, to_document
 
 
 def _logs():

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from builders import finding, gpu, host_report, node, sweep
 
-from agent.model import HostStatus, Severity, SmiStatus
-from agent.report import OutputFormat, render
-from agent.report.table import (
+from gpudiag.model import HostStatus, Severity, SmiStatus
+from gpudiag.report import OutputFormat, render
+from gpudiag.report.table import (
     clock_cell,
     group_identical,
     host_block,

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.model import Host, HostStatus, RemoteResult
-from agent.remote import collector_call
-from agent.runner import SweepOptions, sweep
-from agent.transport import AuthFailed, ConnectFailed, HostKeyRejected, RemoteCommand, TransportError
+from gpudiag.model import Host, HostStatus, RemoteResult
+from gpudiag.remote import collector_call
+from gpudiag.runner import SweepOptions, sweep
+from gpudiag.transport import AuthFailed, ConnectFailed, HostKeyRejected, RemoteCommand, TransportError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200_580.159_fields"
 LINE = (DATA / "query-gpu.csv").read_text().strip()
@@ -35,7 +35,7 @@ class HandlerTransport:
 
 
 def probe_output(power_w: float = 79.32, util: int = 0) -> bytes:
-    from collectors.probe import choose_fields, known_fields
+    from gpudiag.collectors.node.probe import choose_fields, known_fields
 
     fields = [[a, b] for a, b in choose_fields(known_fields((DATA / "help-query-gpu.txt").read_text()))]
     line = LINE.replace(", 79.32,", f", {power_w},").replace(", 9.0, 0, 0,", f", 9.0, {util}, 10,")

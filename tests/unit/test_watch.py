@@ -7,10 +7,10 @@ import asyncio
 import pytest
 from builders import finding, gpu, host_report, sweep
 
-from agent.model import Host, RemoteResult
-from agent.report.live import bar, render_watch
-from agent.transport import ConnectFailed, RemoteCommand
-from agent.watch import BackoffTransport, changes
+from gpudiag.model import Host, RemoteResult
+from gpudiag.report.live import bar, render_watch
+from gpudiag.transport import ConnectFailed, RemoteCommand
+from gpudiag.watch import BackoffTransport, changes
 
 HOST = Host(name="gpu01")
 COMMAND = RemoteCommand(command="true")

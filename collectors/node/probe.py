@@ -1,6 +1,6 @@
 """gpudiag's node-side collector: runs ON the GPU node, standard library only, prints one JSON document.
 
-The controller sends this file over the SSH channel, bundled with its helpers (``collectors.bundle``), so
+The controller sends this file over the SSH channel, bundled with its helpers (``gpudiag.collectors.bundle``), so
 nothing is installed on the node (alone, it runs as ``python3 - ARGS``). It does every piece of collection
 in one process, one round trip:
 
@@ -291,7 +291,7 @@ def _start_dcgm(doc, samples, interval_s, timeout_s):
 
 
 def collect_context(doc, call_timeout_s, with_topology=True):
-    """The node's GPU topology and virtualization (collectors/context.py) into ``doc["context"]``."""
+    """The node's GPU topology and virtualization (collectors/node/context.py) into ``doc["context"]``."""
     try:
         import gpudiag_context
         doc["context"] = gpudiag_context.collect(find_nvidia_smi(), call_timeout_s, with_topology)
@@ -300,7 +300,7 @@ def collect_context(doc, call_timeout_s, with_topology=True):
 
 
 def collect_logs(doc, sources, call_timeout_s):
-    """Scan the log ``sources`` (collectors/logscan.py) into ``doc["logs"]``, one entry per source."""
+    """Scan the log ``sources`` (collectors/node/logscan.py) into ``doc["logs"]``, one entry per source."""
     try:
         import gpudiag_logscan
         doc["logs"] = gpudiag_logscan.scan_all(sources, call_timeout_s)
@@ -397,7 +397,7 @@ def main_with_config(config):
     """Run the collection ``config`` asks for and print the document. Keys: samples, interval_s,
     call_timeout_s, source ("auto": NVML where it loads, else nvidia-smi; "nvidia-smi": never NVML),
     gpus (false: do not read the GPUs, for a log search), context (read the GPU topology and whether this
-    is a VM), logs (log sources to scan, see collectors/logscan.py), stream (see below).
+    is a VM), logs (log sources to scan, see collectors/node/logscan.py), stream (see below).
 
     ``stream`` (gpudiag watch): the process stays and answers one round per line read on stdin, one
     document per line on stdout, until its input ends (the connection closed). A refresh then costs the

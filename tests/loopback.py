@@ -16,7 +16,7 @@ one block and there is no global SetEnv). ``HOME`` points at an empty folder, so
 ``~/.bashrc`` (which bash sources for ssh commands, and which may put pyenv's python3 first on PATH) never
 runs on the simulated node.
 
-Standard library only (plus :class:`agent.model.Host`), and nothing from pytest: a missing OpenSSH raises
+Standard library only (plus :class:`gpudiag.model.Host`), and nothing from pytest: a missing OpenSSH raises
 :class:`SshdUnavailable`, which the fixture turns into a skip.
 """
 
@@ -36,12 +36,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.model import Host
+import gpudiag.simulate
+from gpudiag.model import Host
 
-# Next to this module, so an installed package finds them too (pyproject.toml ships them as package data).
-HERE = Path(__file__).resolve().parent
-STUB = HERE / "fake_nvidia_smi"
-SCENARIOS_DIR = HERE / "scenarios"
+# The fake nvidia-smi and its scenarios ship with gpudiag (the demo plays them too).
+SIMULATE_DIR = Path(gpudiag.simulate.__file__).resolve().parent
+STUB = SIMULATE_DIR / "fake_nvidia_smi"
+SCENARIOS_DIR = SIMULATE_DIR / "scenarios"
 
 NO_NVIDIA_SMI = "no_nvidia_smi"  # nvidia-smi not installed
 NO_PYTHON = "no_python"  # no python3 anywhere on PATH; nvidia-smi answers as "healthy"
