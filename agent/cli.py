@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import typer
 
 from gpudiag import cli_options as opt
+from gpudiag import cli_slurm as slurm_opt
 from gpudiag.report import OutputFormat
 
 if TYPE_CHECKING:  # the CLI imports the heavy layers lazily, so `gpudiag --help` starts fast
@@ -146,20 +147,27 @@ def sweep(
                                                   "share of the enforced limit that counts as low (60)."),
     bandwidth_pct: float | None = typer.Option(None, "--bandwidth-mem-util-pct", help="BUSY_LOW_POWER: "
                                                   "memory utilization meaning bandwidth-bound (60)."),
-    shard: str | None = typer.Option(None, "--shard", help="Sweep only shard I of N (e.g. 1/4): a stable "
-                                     "split by host name, for several controllers; merge with gpudiag merge."),
+    shard: str | None = typer.Option(None, "--shard", help="Sweep only shard I of N (e.g. 1/4, or auto in a "
+                                     "Slurm job array): a stable split by host name; merge with gpudiag merge."),
     save_raw: Path | None = typer.Option(None, "--save-raw", help="Also keep each host's raw collector "
                                          "document in this folder (<host>.json): captures for tests."),
     log: list[str] = opt.LOG,
     pack: list[str] = opt.PACK,
     log_tail_mib: float = opt.LOG_TAIL_MIB,
     quiet: bool = opt.QUIET,
+    slurm_partition: list[str] = slurm_opt.SLURM_PARTITION,
+    slurm_job: str | None = slurm_opt.SLURM_JOB,
+    slurm_nodelist: str | None = slurm_opt.SLURM_NODELIST,
+    slurm_state: list[str] = slurm_opt.SLURM_STATE,
+    drain_on: str | None = slurm_opt.DRAIN_ON,
+    dry_run: bool = slurm_opt.DRY_RUN,
 ) -> None:
     """Sweep hosts over SSH, read their GPUs and logs, and report what is wrong."""
     from gpudiag.checks import SettingsError
     from gpudiag.inventory import InventoryError
     from gpudiag.transport import KeyLoadError
 
+    slurm_nodes = None
     try:
         logs = _log_options(log, pack, log_tail_mib)
         if demo:
@@ -167,6 +175,9 @@ def sweep(
         else:
             hosts, overrides = _select_hosts(targets or [], inventory, user, port, identity_file, limit,
                                              exclude, local)
+            hosts, slurm_nodes = slurm_opt.slurm_hosts(  # Slurm's nodes replace the list (settings kept)
+                hosts, slurm_opt.selection(slurm_partition, slurm_job, slurm_nodelist, slurm_state),
+                user=user, port=port, identity_file=identity_file, drain_on=drain_on)
             if shard is not None:
                 from gpudiag.shard import parse_shard, select_shard
 
@@ -183,6 +194,12 @@ def sweep(
                                 raw_dir=save_raw, logs=logs)
     except (InventoryError, KeyLoadError, SettingsError, CannotRun, ValueError) as exc:
         raise _fail(str(exc)) from None
+    if slurm_nodes is not None:  # the report with each node's Slurm state, and the drain actions
+        try:
+            raise typer.Exit(slurm_opt.finish(report, fmt, slurm_nodes, drain_on=drain_on, dry_run=dry_run,
+                                              quiet=quiet))
+        except ValueError as exc:
+            raise _fail(str(exc)) from None
     code = report.exit_code
     if not (quiet and code == 0):
         from gpudiag.report import render
@@ -422,6 +439,7 @@ from gpudiag.cli_logs import grep, signatures  # noqa: E402 - they use the helpe
 
 app.command()(signatures)
 app.command()(grep)
+app.command()(slurm_opt.undrain)
 
 
 def _click_classes(name: str) -> tuple[type[BaseException], ...]:
