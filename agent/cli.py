@@ -81,6 +81,8 @@ def _select_hosts(targets: list[str], inventory: Path | None, user: str | None, 
     overrides: dict[str, object] = {}
     if inventory is not None:
         inv = load_inventory(inventory)
+        if inv.read_as:  # not gpudiag's format (an Ansible inventory): say what was read
+            typer.echo(f"gpudiag: {inv.read_as}", err=True)
         hosts.extend(inv.hosts)
         overrides = dict(inv.settings)
     if targets:

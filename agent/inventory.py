@@ -56,6 +56,8 @@ class Inventory:
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     settings: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
     """The ``checks:`` section as written: threshold name → number; the checks layer validates the names."""
+    read_as: str | None = None
+    """One line saying what was read when the file was not in gpudiag's format (an Ansible inventory)."""
 
 
 def load_inventory(path: str | os.PathLike[str]) -> Inventory:
@@ -70,6 +72,12 @@ def load_inventory(path: str | os.PathLike[str]) -> Inventory:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise InventoryError(f"{file}:{line}: not UTF-8 text") from exc
+    from gpudiag.ansible_inventory import detect, load_ansible  # Ansible's INI and YAML formats
+
+    kind = detect(file, data)
+    if kind is not None:
+        found = load_ansible(file, data, kind)
+        return Inventory(hosts=found.hosts, groups=found.groups, read_as=found.read_as)
     try:
         loader = yaml.SafeLoader(text)  # the reader refuses control characters here, before parsing
         root = loader.get_single_node()

@@ -95,7 +95,8 @@ def test_apply_runs_argv_and_keeps_failures_as_data() -> None:
     def run(argv: Sequence[str]) -> CommandResult:
         ran.append(tuple(argv))
         if "NodeName=gpu09" in argv:
-            return CommandResult(returncode=1, stdout="", stderr="slurm_update error: Invalid node name specified\n")
+            said = "slurm_update error: Invalid node name specified\n"
+            return CommandResult(returncode=1, stdout="", stderr=said)
         return CommandResult(returncode=0, stdout="", stderr="")
 
     planned = (Action(node="gpu01", kind=ActionKind.RESUME, why="cleared", argv=("scontrol", "update",
