@@ -136,8 +136,13 @@ def hosts_from_patterns(
     if port is not None and not _valid_port(port):
         raise InventoryError(f"port must be an integer from 1 to 65535, got {port!r}")
     names: dict[str, None] = {}
+    from gpudiag.targets import TargetError, expand_target  # @group (ClusterShell), ^file (pdsh)
+
     for pattern in patterns:
-        names.update(dict.fromkeys(_expand_option("host pattern", pattern)))
+        try:
+            names.update(dict.fromkeys(expand_target(pattern)))
+        except TargetError as exc:
+            raise InventoryError(f"host pattern: {exc}" if pattern[:1] not in "@^" else str(exc)) from exc
     if not names:
         raise InventoryError("no hosts given: name at least one host or pattern")
     return tuple(Host(name=n, user=user, port=port, identity_file=identity_file) for n in names)

@@ -14,7 +14,7 @@ from gpudiag.shard import select_shard
 from gpudiag.slurm import SlurmError, SlurmSelection, select_nodes
 from slurm_cluster import SlurmCluster
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slurm]
 REPO = Path(__file__).resolve().parents[3]
 
 
