@@ -96,11 +96,23 @@ def finish(report: SweepReport, fmt: OutputFormat, nodes: Mapping[str, SlurmNode
     actions: tuple[Action, ...] = ()
     if chosen is not None:
         actions = plan_drain(report, nodes, chosen)
-        if not dry_run:
-            actions = _apply(actions)
+        if not dry_run and any(a.argv for a in actions):
+            nodes = {**nodes, **_now(actions)}  # states read again: someone may have drained a node meanwhile
+            actions = _apply(plan_drain(report, nodes, chosen))
     if not (quiet and report.exit_code == 0 and not actions):
         _print(report, fmt, nodes, actions, chosen, dry_run)
     return report.exit_code
+
+
+def _now(actions: Sequence[Action]) -> dict[str, SlurmNode]:
+    """The current Slurm state of the nodes ``actions`` would change: the sweep took a while."""
+    from gpudiag.hostlist import fold
+    from gpudiag.slurm import SlurmError, SlurmSelection, select_nodes
+
+    try:
+        return {n.name: n for n in select_nodes(SlurmSelection(nodelist=fold(a.node for a in actions if a.argv)))}
+    except SlurmError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _apply(actions: tuple[Action, ...]) -> tuple[Action, ...]:
@@ -200,8 +212,9 @@ def undrain(
                                 login_timeout=10.0, known_hosts=known_hosts, accept_new=False,
                                 ssh_config=ssh_config)
         actions = plan_undrain(report, nodes, chosen)
-        if not dry_run:
-            actions = _apply(actions)
+        if not dry_run and any(a.argv for a in actions):
+            nodes = {**nodes, **_now(actions)}  # read again: someone may have re-drained a node with their reason
+            actions = _apply(plan_undrain(report, nodes, chosen))
     except (InventoryError, KeyLoadError, CannotRun, ValueError) as exc:
         raise _fail(str(exc)) from None
     if fmt is OutputFormat.JSON:

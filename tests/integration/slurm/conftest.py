@@ -22,7 +22,7 @@ PARTITIONS = {"gpu": ("gpu01", "gpu02", "gpu03"), "debug": ("gpu04",)}
 
 
 @pytest.fixture(scope="session")
-def slurm_cluster(sshd_cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:  # type: ignore[no-untyped-def]
+def slurm_cluster(sshd_cluster) -> Iterator[SlurmCluster]:  # type: ignore[no-untyped-def]
     """Slurm's nodes gpu01..gpu04 on loopback, partitions gpu (gpu01-03) and debug (gpu04), started once."""
     nodes = {name: sshd_cluster.address_of(scenario) for name, scenario in NODES.items()}
     started = time.monotonic()
