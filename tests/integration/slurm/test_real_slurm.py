@@ -138,3 +138,28 @@ def test_job_array_shards_merge_into_one_sweep(slurm: SlurmCluster, sshd_cluster
     merged = cli("merge", *map(str, parts), "--format", "json")
     assert merged.returncode == 2, merged.stderr  # the ecc node
     assert sorted(h["host"] for h in json.loads(merged.stdout)["hosts"]) == sorted(h.name for h in hosts)
+
+
+def connected(address: str, port: int) -> bool:
+    """Whether a TCP connection to ``address:port`` is established (from /proc/net/tcp: no tools needed)."""
+    end = "".join(f"{int(b):02X}" for b in reversed(address.split("."))) + f":{port:04X}"
+    rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    return any(end in row.split()[1:3] and row.split()[3] == "01" for row in rows)  # 01: ESTABLISHED
+
+
+def test_a_node_drained_by_someone_else_during_the_sweep_keeps_their_reason(slurm: SlurmCluster, sshd_cluster) -> None:  # type: ignore[no-untyped-def]
+    args = [*ssh_args(sshd_cluster)]
+    args[args.index("--samples") + 1], args[args.index("--interval") + 1] = "6", "1"  # a sweep of about 5 s
+    sweep = subprocess.Popen([sys.executable, "-m", "gpudiag.cli", "sweep", "--slurm-nodelist", "gpu02", *args,
+                              "--drain-on", "critical", "--yes", "--format", "json"], cwd=REPO, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    node = sshd_cluster.address_of("ecc")
+    # Slurm was asked before gpudiag connects: once it holds an SSH connection to the node, drain it "by hand".
+    slurm.wait_for(lambda: sweep.poll() is not None or connected(node, sshd_cluster.port), "SSH connection", 60)
+    assert sweep.poll() is None, "the sweep ended before the node was drained by hand"
+    slurm.set_state("gpu02", "DRAIN", "someone: hands off")  # while gpudiag samples the node
+    out, err = sweep.communicate(timeout=120)
+    assert sweep.returncode == 2, err
+    (action,) = json.loads(out)["slurm"]["actions"]
+    assert (action["action"], action["why"]) == ("leave", "already drained by someone else: someone: hands off")
+    assert slurm.state_of("gpu02") == ("IDLE+DRAIN", "someone: hands off")
