@@ -179,7 +179,7 @@ def sweep(
                                              exclude, local)
             hosts, slurm_nodes = slurm_opt.slurm_hosts(  # Slurm's nodes replace the list (settings kept)
                 hosts, slurm_opt.selection(slurm_partition, slurm_job, slurm_nodelist, slurm_state),
-                user=user, port=port, identity_file=identity_file, drain_on=drain_on)
+                user=user, port=port, identity_file=identity_file, drain_on=drain_on, exclude=exclude)
             if shard is not None:
                 from gpudiag.shard import parse_shard, select_shard
 

@@ -63,11 +63,12 @@ def level(value: str | None) -> DrainLevel | None:
 
 
 def slurm_hosts(hosts: Sequence[Host], chosen: SlurmSelection, *, user: str | None, port: int | None,
-                identity_file: str | None, drain_on: str | None = None
+                identity_file: str | None, drain_on: str | None = None, exclude: Sequence[str] = ()
                 ) -> tuple[list[Host], dict[str, SlurmNode] | None]:
     """Hook for ``sweep``: with ``--slurm-*`` flags, the Slurm nodes become the hosts (an inventory's host of
-    the same name keeps its settings); ``nodes`` is None when no Slurm flag was given. Raises ``ValueError``
-    (one line) for a bad flag or when Slurm says no."""
+    the same name keeps its settings), less the ``--exclude`` patterns; ``nodes`` is None when no Slurm flag was
+    given. Raises ``ValueError`` (one line) for a bad flag or when Slurm says no."""
+    from gpudiag.inventory import select
     from gpudiag.slurm import SlurmError, hosts_for, select_nodes
 
     if chosen.empty:
@@ -82,8 +83,11 @@ def slurm_hosts(hosts: Sequence[Host], chosen: SlurmSelection, *, user: str | No
         raise ValueError(str(exc)) from None
     if not nodes:
         raise ValueError("Slurm gave no nodes for the --slurm-* flags given")
-    found = hosts_for(nodes, hosts, user=user, port=port, identity_file=identity_file)
-    return list(found), {node.name: node for node in nodes}
+    found = select(hosts_for(nodes, hosts, user=user, port=port, identity_file=identity_file), exclude=exclude)
+    if not found:
+        raise ValueError("--exclude leaves none of the nodes Slurm gave")
+    kept = {host.name for host in found}
+    return list(found), {node.name: node for node in nodes if node.name in kept}
 
 
 def finish(report: SweepReport, fmt: OutputFormat, nodes: Mapping[str, SlurmNode], *, drain_on: str | None,

@@ -81,10 +81,12 @@ def test_sweep_drain_and_undrain_through_slurm_and_sshd(slurm: SlurmCluster, ssh
     assert dry.stderr.startswith("gpudiag: would drain gpu02 (")
     assert slurm.state_of("gpu02") == ("IDLE", None)  # a dry run changes nothing
 
-    done = cli("sweep", "--slurm-partition", "gpu,debug", *ssh_args(sshd_cluster), "--drain-on", "critical", "--yes")
+    done = cli("sweep", "--slurm-partition", "gpu,debug", "--exclude", "gpu01", *ssh_args(sshd_cluster),
+               "--drain-on", "critical", "--yes")
     assert done.returncode == 2, done.stderr
     assert "done: drain gpu02" in done.stdout and "done: drain gpu04" in done.stdout
     assert "leave  gpu03: already drained by someone else: rma: fan" not in done.stdout  # no finding on gpu03
+    assert "gpu02" in done.stdout and "gpu01" not in done.stdout  # --exclude gpu01: not swept, not listed
     assert slurm.state_of("gpu02") == ("IDLE+DRAIN", drain["reason"])
     assert slurm.state_of("gpu04") == ("IDLE+DRAIN", "gpudiag: DRIVER_ERROR")
     assert slurm.state_of("gpu03") == ("IDLE+DRAIN", "rma: fan")
