@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-
 from gpudiag import cli_options as opt
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import typer
-
 from gpudiag.report import OutputFormat
 
 INVENTORY = typer.Option(None, "--inventory", "-i", help="Inventory YAML file.")

@@ -28,10 +28,9 @@ from pathlib import Path
 from types import MappingProxyType
 
 import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
-
 from gpudiag.hostlist import HostPatternError, expand, fold
 from gpudiag.model import Host
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 VAR_KEYS = ("address", "identity_file", "jump", "known_hosts", "logs", "port", "user")
 _TOP_KEYS = ("checks", "defaults", "groups", "hosts")

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpudiag.collectors.bundle import bundle, fallback_source
-from gpudiag.collectors.node.probe import FIELDS
+from gpudiag.collectors.node.readings import smi_fields
 
 # Exit statuses of `timeout`: 124 after TERM at the deadline, 137 when the -k KILL was needed.
 TIMEOUT_EXIT_STATUSES = (124, 137)
@@ -62,7 +62,7 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
     """
     if source not in SOURCES:
         raise ValueError(f"unknown source {source!r} (known: {', '.join(SOURCES)})")
-    fields = [f"{logical}={'|'.join(names)}" for logical, names in FIELDS]
+    fields = [f"{logical}={'|'.join(names)}" for logical, names in smi_fields()]
     notes = ["@note=the logs were not scanned: the log scan needs python3, which this node lacks"] if logs else []
     deadline = f"{max(1, round(deadline_s))}"
     config: dict[str, object] = {"samples": samples, "interval_s": interval_s, "source": source,

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Protocol, Union
 
 import asyncssh
-
 from gpudiag.model import Host, HostStatus, RemoteResult
 
 DEFAULT_USER_KNOWN_HOSTS = "~/.ssh/known_hosts"

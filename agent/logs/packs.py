@@ -49,7 +49,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
 from gpudiag.model import FactValue
 
 PACKS_DIR = Path(__file__).resolve().parent / "packs"

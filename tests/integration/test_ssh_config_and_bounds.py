@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from gpudiag.model import Host
 from gpudiag.transport import RemoteCommand, SshOptions, SshTransport
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from gpudiag.arch import arch_name, parse_compute_capability, sm_name
 
 

@@ -6,7 +6,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from gpudiag.inventory import (
     Inventory,
     InventoryError,

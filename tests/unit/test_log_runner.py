@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from gpudiag.logs import LogConfigError, LogOptions
 from gpudiag.model import Host, RemoteResult
 from gpudiag.remote import collector_call
@@ -31,7 +30,7 @@ class RecordingTransport:
     async def run(self, host: Host, command: RemoteCommand) -> RemoteResult:
         self.connected = True
         self.commands[host.name] = command
-        return RemoteResult(exit_status=0, stdout=b'{"schema": "gpudiag.probe/1", "nvidia_smi": {}}', stderr=b"")
+        return RemoteResult(exit_status=0, stdout=b'{"schema": "gpudiag.probe/2", "nvidia_smi": {}}', stderr=b"")
 
     async def close(self) -> None:
         pass

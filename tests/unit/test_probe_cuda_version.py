@@ -9,7 +9,6 @@ import stat
 from pathlib import Path
 
 import pytest
-
 from gpudiag.collectors.node import probe
 
 DATA = Path(__file__).resolve().parents[1] / "data"
