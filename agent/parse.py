@@ -346,7 +346,8 @@ def with_dcgm(node: NodeReadings, dcgm: Mapping[str, Any]) -> NodeReadings:
     if not dcgm.get("available"):
         return dataclasses.replace(node, dcgm_unavailable=text(dcgm.get("why")) or "not available")
     per_gpu = parse_dcgm(text(dcgm.get("stdout")) or "")
-    gpus = tuple(dataclasses.replace(g, **per_gpu.get(g.index, {})) for g in node.gpus)
+    found: dict[int, dict[str, Any]] = {index: dict(values) for index, values in per_gpu.items()}
+    gpus = tuple(dataclasses.replace(g, **found.get(g.index, {})) for g in node.gpus)
     return dataclasses.replace(node, gpus=gpus)
 
 

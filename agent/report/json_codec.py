@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import math
 import types
 import typing
@@ -27,15 +26,15 @@ from typing import Any
 from gpudiag.model import Severity
 
 
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+_FIELDS: dict[type, tuple[tuple[str, Any], ...]] = {}
 
 
-@functools.cache
 def _fields(cls: type) -> tuple[tuple[str, Any], ...]:
-    hints = _hints(cls)
-    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
+    """(name, declared type) of each field of the dataclass ``cls``, in declaration order (computed once)."""
+    if cls not in _FIELDS:
+        hints = typing.get_type_hints(cls)
+        _FIELDS[cls] = tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
+    return _FIELDS[cls]
 
 
 def _is_pairs(tp: Any) -> Any:

@@ -92,10 +92,12 @@ STATIC = tuple(r for r in READINGS if not r.per_sample)
 
 
 def smi_fields():
+    # type: () -> tuple[tuple[str, tuple[str, ...]], ...]
     """(name, --query-gpu spellings newest first) for every reading nvidia-smi can give, node fields too."""
     return tuple((r.name, r.smi) for r in READINGS if r.smi) + NODE_SMI_FIELDS
 
 
 def by_smi_field():
+    # type: () -> dict[str, str]
     """Every --query-gpu spelling → the reading's name (node fields included)."""
     return {spelling: name for name, spellings in smi_fields() for spelling in spellings}
