@@ -2,8 +2,9 @@
 
 Hosts whose rows read the same (same cells after rounding, same finding codes and severities) are folded
 into one block labelled with a host range ("gpu[01-03]"), as ``clush -b`` folds identical output; hosts whose
-findings read the same are folded the same way. rich lives here and nowhere else in ``agent/``. Everything
-returns text; nothing prints.
+findings read the same are folded the same way. rich is imported here and by the other terminal renderers
+(``live.py``, ``inventory_table.py``) only: ruff's banned-api rule (pyproject.toml). Everything returns text;
+nothing prints.
 """
 
 from __future__ import annotations

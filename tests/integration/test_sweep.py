@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from gpudiag.checks import CheckSettings
+from gpudiag.collectors.node import probe
 from gpudiag.model import Host, HostReport, HostStatus, Severity, SmiStatus, SweepReport
 from gpudiag.runner import SweepOptions, sweep
 from gpudiag.transport import SshOptions, SshTransport
-from gpudiag.collectors.node import probe
 
 pytestmark = pytest.mark.integration
 

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from gpudiag.checks import CheckSettings, evaluate
-from gpudiag.model import HostStatus
-from gpudiag.parse import parse_probe
 from gpudiag.collectors.bundle import bundle, nvml_binding
 from gpudiag.collectors.node.nvml import NvmlUnavailable, collect
+from gpudiag.model import HostStatus
+from gpudiag.parse import parse_probe
 
 
 class NVMLError(Exception):

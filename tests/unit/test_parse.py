@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from gpudiag.collectors.node.probe import choose_fields, known_fields
 from gpudiag.model import GpuReading, SmiStatus
 from gpudiag.parse import ProbeFormatError, clean, decode_reasons, parse_probe, parse_probe_output
-from gpudiag.collectors.node.probe import choose_fields, known_fields
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200_580.159_fields"
 HELP = (DATA / "help-query-gpu.txt").read_text()
