@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
+
 from gpudiag import cli_options as opt
 from gpudiag.report import OutputFormat
 

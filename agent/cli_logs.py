@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+
 from gpudiag import cli_options as opt
 
 

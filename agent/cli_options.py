@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typer
+
 from gpudiag.report import OutputFormat
 
 INVENTORY = typer.Option(None, "--inventory", "-i", help="Inventory YAML file.")

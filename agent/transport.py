@@ -1,7 +1,8 @@
 """How a command reaches a node: the :class:`Transport` protocol, the SSH one (asyncssh) and a local one.
 
-asyncssh lives here and nowhere else, and so does the translation of its and the OS's errors into the
-small :class:`TransportError` tree (one status each). Host keys are always verified against known_hosts;
+asyncssh's client lives here (its only other user is the demo's server, ``simulate/demo.py``: ruff's banned-api
+rule keeps it so), and so does the translation of its and the OS's errors into the small
+:class:`TransportError` tree (one status each). Host keys are always verified against known_hosts;
 ``accept_new`` records keys of hosts never seen before (never changed ones) in gpudiag's own file, like
 OpenSSH's ``StrictHostKeyChecking=accept-new``. Private keys are loaded once per sweep and passed as key
 objects: passing paths makes asyncssh re-read and re-validate them for every connection.
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Protocol, Union
 
 import asyncssh
+
 from gpudiag.model import Host, HostStatus, RemoteResult
 
 DEFAULT_USER_KNOWN_HOSTS = "~/.ssh/known_hosts"

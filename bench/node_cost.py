@@ -47,11 +47,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the loopback sshd cluster (tests/loopback.py)
 
+from loopback import install_fake_bin  # noqa: E402
+from sweep_loopback import QUERY  # noqa: E402 - the peers' command, as the loopback benchmark runs it
+
 from gpudiag.collectors.node.probe import FIELDS  # noqa: E402
 from gpudiag.remote import collector_call  # noqa: E402
 from gpudiag.runner import SweepOptions, collector_command  # noqa: E402
-from loopback import install_fake_bin  # noqa: E402
-from sweep_loopback import QUERY  # noqa: E402 - the peers' command, as the loopback benchmark runs it
 
 
 def measure(argv: Sequence[str], *, env: dict[str, str], stdin: bytes, runs: int) -> tuple[float, float, bytes, int]:

@@ -92,11 +92,12 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the loopback sshd cluster (tests/loopback.py)
 
+from loopback import SshdCluster, SshdUnavailable, running_cluster  # noqa: E402
+
 from gpudiag.model import Host, HostStatus, SweepReport  # noqa: E402
 from gpudiag.runner import SweepOptions, sweep  # noqa: E402
 from gpudiag.transport import SshOptions, SshTransport  # noqa: E402
 from gpudiag.watch import watch  # noqa: E402
-from loopback import SshdCluster, SshdUnavailable, running_cluster  # noqa: E402
 
 EQUAL_FAN_OUT = 64  # every tool at this fan-out, besides each at its own default
 DEFAULT_FAN_OUT = {"gpudiag": 256, "pdsh": 32, "clush": 64}

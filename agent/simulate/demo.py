@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import asyncssh
+
 from gpudiag.model import Host, SweepReport
 from gpudiag.simulate.demo_logs import write_demo_logs
 

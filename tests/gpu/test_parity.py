@@ -15,6 +15,7 @@ import threading
 from typing import Any
 
 import pynvml
+
 from gpudiag.collectors.node import nvml as node_nvml
 from gpudiag.collectors.node import probe
 from gpudiag.parse import parse_probe

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from gpudiag.checks import CheckSettings
 from gpudiag.collectors.node import probe
 from gpudiag.model import Host, HostReport, HostStatus, Severity, SmiStatus, SweepReport

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from gpudiag.checks import CheckSettings, evaluate
 from gpudiag.model import HostStatus
 from gpudiag.parse import parse_probe

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from gpudiag.model import Host
 from gpudiag.transport import CommandTimeout, LocalTransport, RemoteCommand
 

@@ -9,6 +9,7 @@ from dataclasses import fields
 
 import pytest
 from builders import finding, gpu, host_report, node, sample, sweep
+
 from gpudiag.model import (
     SWEEP_SCHEMA,
     GpuLink,
