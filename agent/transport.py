@@ -26,6 +26,11 @@ from gpudiag.model import Host, HostStatus, RemoteResult
 DEFAULT_USER_KNOWN_HOSTS = "~/.ssh/known_hosts"
 DEFAULT_GPUDIAG_KNOWN_HOSTS = "~/.config/gpudiag/known_hosts"
 STDERR_LIMIT_BYTES = 64 * 1024
+# AES-GCM asked for first: per packet, asyncssh's chacha20-poly1305 builds three ChaCha20 cipher contexts and
+# a Poly1305 (crypto/chacha.py), its AES-GCM one AESGCM object; every OpenSSH server offers
+# aes128-gcm@openssh.com. "^" puts these before asyncssh's defaults, so a server without GCM still gets its
+# usual choice. Like any explicit setting, it takes the place of a Ciphers line in ssh_config.
+ENCRYPTION_ALGS = "^aes128-gcm@openssh.com,aes256-gcm@openssh.com"
 _CHUNK = 64 * 1024
 
 
@@ -343,6 +348,7 @@ class SshTransport:
             "connect_timeout": self.options.connect_timeout_s,
             "login_timeout": self.options.login_timeout_s,
             "known_hosts": self._known_hosts(host),
+            "encryption_algs": ENCRYPTION_ALGS,
         }
         if host.port is not None:
             kwargs["port"] = host.port
