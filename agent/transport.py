@@ -262,6 +262,7 @@ class SshOptions:
     accept_new_host_keys: bool = False
     ssh_config: Sequence[str] | None = None  # None: asyncssh's default (~/.ssh/config)
     keep_connections: bool = False  # watch mode: one connection per host, reused by every refresh
+    encryption_algs: str = ENCRYPTION_ALGS  # asyncssh's syntax; "default": asyncssh's own order (the benchmark)
     keyring: KeyRing = field(default_factory=KeyRing)
 
 
@@ -348,7 +349,7 @@ class SshTransport:
             "connect_timeout": self.options.connect_timeout_s,
             "login_timeout": self.options.login_timeout_s,
             "known_hosts": self._known_hosts(host),
-            "encryption_algs": ENCRYPTION_ALGS,
+            "encryption_algs": self.options.encryption_algs,
         }
         if host.port is not None:
             kwargs["port"] = host.port
