@@ -80,6 +80,9 @@ which it should be close to, and against connect timeout + healthy sweep, which 
 could not serve N hosts" means the cluster did not come up at that size; an ``ok`` below N/N means some hosts
 did not answer that tool.
 
+``--cipher-ab PAIRS`` runs none of this either: only the in-process sweep and the floor, with each cipher
+order, PAIRS times alternating, with the mean and spread of their client CPU per host.
+
 ``--profile wall|cpu`` runs none of this: at each size it sweeps in-process (one sample) and renders the
 table and the JSON, first timed, then under cProfile (by package or module, then the top functions), and
 times the JSON encoders (``json.dumps`` with and without indent, ``orjson`` where installed) on that report.
@@ -692,6 +695,29 @@ def json_encoders(document: dict[str, Any], size: int, repeats: int = 5) -> None
     print(f"  (json.loads of the indent=2 text: {1000 * (time.process_time() - started) / repeats / size:.3f} ms/host)")
 
 
+def cipher_ab(cluster: SshdCluster, size: int, pairs: int) -> None:
+    """``pairs`` alternating runs of the in-process sweep and of the floor, AES-GCM first against chacha20
+    first: client CPU ms/host, mean and standard deviation of each (one run of each is noisy on 2 cores)."""
+    hosts = cluster.extra_hosts(size)
+    for algs in (ENCRYPTION_ALGS, CHACHA_FIRST):  # warm-up: imports, the first use of each cipher
+        gpudiag_in_process(cluster, hosts[:4], 1, 0.0, "warm-up", encryption_algs=algs)
+    runs: dict[str, list[Row]] = {}
+    for n in range(pairs):
+        order = (ENCRYPTION_ALGS, CHACHA_FIRST) if n % 2 == 0 else (CHACHA_FIRST, ENCRYPTION_ALGS)
+        for algs in order:
+            name = "AES-GCM first" if algs == ENCRYPTION_ALGS else "chacha20 first"
+            runs.setdefault(f"gpudiag in-process, {name}", []).append(
+                gpudiag_in_process(cluster, hosts, 1, 0.0, name, encryption_algs=algs))
+            runs.setdefault(f"asyncssh floor, {name}", []).append(asyncssh_floor(cluster, hosts, algs, name))
+    print(f"\ncipher order, {pairs} alternating runs each, {size} hosts, one sample: client CPU ms/host")
+    for label, rows in runs.items():
+        per_host = [1000 * r.cpu_s / size for r in rows]
+        sshd = [1000 * r.sshd_cpu_s / size for r in rows]
+        print(f"  {label:<40} {statistics.mean(per_host):6.2f} +- {statistics.pstdev(per_host):4.2f}  "
+              f"(runs: {', '.join(f'{x:.2f}' for x in per_host)}; sshd side {statistics.mean(sshd):.1f} ms/host; "
+              f"ok {min(r.answered for r in rows)}/{size}; other CPU {max(r.other_cpu_s for r in rows):.2f} s at most)")
+
+
 # -- one size -------------------------------------------------------------------------------------
 def summary(rows: Sequence[Row], size: int, node: Sequence[NodeCost]) -> list[str]:
     """The targets: client CPU per host against the asyncssh floor and the peers, node-side CPU per host."""
@@ -734,7 +760,8 @@ def summary(rows: Sequence[Row], size: int, node: Sequence[NodeCost]) -> list[st
     return lines
 
 
-def bench_size(size: int, call_ms: float, node: Sequence[NodeCost], profile: str | None = None) -> None:
+def bench_size(size: int, call_ms: float, node: Sequence[NodeCost], profile: str | None = None,
+               cipher_pairs: int = 0) -> None:
     print(f"\n== {size} hosts " + "=" * 80)
     with tempfile.TemporaryDirectory(prefix="gpudiag-bench-") as tmp, contextlib.ExitStack() as stack:
         work = Path(tmp)
@@ -752,6 +779,8 @@ def bench_size(size: int, call_ms: float, node: Sequence[NodeCost], profile: str
               f"{time.monotonic() - started:.1f} s")
         if profile:
             profile_client(cluster, size, profile)
+        elif cipher_pairs:
+            cipher_ab(cluster, size, cipher_pairs)
         else:
             run_size(cluster, work, size, node)
 
@@ -828,6 +857,9 @@ def main() -> None:
                         help="instead of the comparison: profile gpudiag's client (in-process sweep of one sample, "
                              "table and json rendering) at each size with cProfile's wall or CPU timer, and time "
                              "the JSON encoders")
+    parser.add_argument("--cipher-ab", type=int, default=0, metavar="PAIRS",
+                        help="instead of the comparison: PAIRS alternating runs of the in-process sweep and of the "
+                             "asyncssh floor with AES-GCM first and with chacha20 first")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # pdsh/clush/gpudiag children inherit it
@@ -841,7 +873,7 @@ def main() -> None:
     print(f"start-up, median of 5: python3 -c pass {startup_s([sys.executable, '-c', 'pass']):.3f} s, "
           f"python3 -m gpudiag.cli --help {startup_s([sys.executable, '-m', 'gpudiag.cli', '--help']):.3f} s")
     node: list[NodeCost] = []
-    if not args.profile:
+    if not (args.profile or args.cipher_ab):
         with tempfile.TemporaryDirectory(prefix="gpudiag-node-cost-") as tmp:
             node = node_costs(stub_env(Path(tmp), args.call_ms), NODE_COST_RUNS)
         print(f"\na simulated node's commands (bench/node_cost.py --stub --call-ms {args.call_ms:g}, "
@@ -849,7 +881,7 @@ def main() -> None:
         print(cost_table(node))
     try:
         for size in sizes:
-            bench_size(size, args.call_ms, node, profile=args.profile)
+            bench_size(size, args.call_ms, node, profile=args.profile, cipher_pairs=args.cipher_ab)
     except SshdUnavailable as exc:
         print(f"cannot run: {exc}")
         sys.exit(1)
