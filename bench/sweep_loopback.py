@@ -321,7 +321,8 @@ def not_ok(doc: dict[str, Any]) -> str:
     reasons: dict[str, list[str]] = {}
     for h in bad:
         reasons.setdefault(f"{h['status']}: {h['error']}", []).append(f"{h['host']} after {h['duration_s']} s")
-    return "; ".join(f"{len(who)} host(s) {why} ({', '.join(who[:3])})" for why, who in reasons.items())
+    said = [f"{len(who)} host(s) {why} ({', '.join(who[:3])})" for why, who in reasons.items()]
+    return "; ".join(said[:3]) + (f"; and {len(said) - 3} more reason(s)" if len(said) > 3 else "")
 
 
 def gpudiag_in_process(cluster: SshdCluster, hosts: Sequence[Host], samples: int, interval_s: float,
