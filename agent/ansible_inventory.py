@@ -3,22 +3,20 @@
 What is read: groups and ``children`` (any depth), host ranges (``gpu[01:16]``, ``[a:f]``, ``[1:9:2]``,
 padding as Ansible pads: both ends the same width), ``host:port``, vars on INI host lines, ``[group:vars]``,
 a YAML group's ``vars``, and the ``host_vars/`` and ``group_vars/`` folders next to the file (``<name>``,
-``<name>.yml``, ``.yaml``, ``.json``, or a folder of such files). Of the variables, gpudiag uses
-``ansible_host``, ``ansible_user``, ``ansible_port``, ``ansible_ssh_private_key_file`` (and their older
-``ansible_ssh_*`` spellings), and from ``ansible_ssh_common_args``/``ansible_ssh_extra_args`` the options
-``-o ProxyJump=`` / ``-J`` (the jump host) and ``-o UserKnownHostsFile=``; other SSH options are left to the
-SSH config. Every other variable is ignored.
+``<name>.yml``, ``.yaml``, ``.json``, or a folder of such files). The variables gpudiag uses, and how a host
+is made of them, are in :mod:`gpudiag.ansible_vars`.
 
 Precedence follows Ansible's: the inventory file's group vars from ``all`` down (a child group over its parent,
 then by name), then ``group_vars/`` files in the same order, then the host's own vars in the file, then its
 ``host_vars/`` file.
 
 Not supported, each with one line naming the file (and line): an executable dynamic inventory script, an
-inventory plugin configuration (``plugin:``), Ansible Vault (an encrypted file or a ``!vault`` value), a Jinja2
-template (``{{ }}``) in a variable gpudiag uses, a ``ProxyCommand``, and a ProxyJump through several hops.
-For the first three, ``ansible-inventory -i SOURCE --list --yaml > hosts.yml`` writes a static inventory.
+inventory plugin configuration (``plugin:``), Ansible Vault (an encrypted file or a ``!vault`` value), and what
+:mod:`gpudiag.ansible_vars` refuses. For the first three, ``ansible-inventory -i SOURCE --list --yaml >
+hosts.yml`` writes a static inventory.
 
-YAML is loaded here with PyYAML's safe loader (the YAML loader module of gpudiag.inventory can take over).
+YAML is read through :mod:`gpudiag.yaml_file` (its size limit, alias-bomb and depth checks, file:line errors),
+with Ansible's tags: ``!unsafe`` is a plain string, ``!vault`` is refused.
 """
 
 from __future__ import annotations
@@ -27,60 +25,77 @@ import ast
 import os
 import re
 import shlex
-import string
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode
-
-from gpudiag.inventory import InventoryError
+from gpudiag.ansible_vars import AnsibleInventoryError, expand_range, host_from_vars
 from gpudiag.model import Host
+from gpudiag.yaml_file import Document, MappingNode, Node, ScalarNode, compose, read_text
+
+__all__ = ["VAULT_HEADER", "AnsibleInventory", "AnsibleInventoryError", "Detected", "detect", "expand_range",
+           "load_ansible"]
 
 VAULT_HEADER = "$ANSIBLE_VAULT;"
 _SECTION = re.compile(r"^\s*\[([^\]\s]+)\]\s*(?:[#;].*)?$")
-_RANGE = re.compile(r"\[([^\]]*)\]")
-_JUMP = re.compile(r"(?:[^@\s:,]+@)?[^@\s:/,]+(?::([0-9]+))?")
 _VAR_FILE_SUFFIXES = ("", ".yml", ".yaml", ".json")
 _GROUP_KEYS = ("children", "hosts", "vars")
-_ALIASES = {"ansible_ssh_host": "ansible_host", "ansible_ssh_user": "ansible_user",
-            "ansible_ssh_port": "ansible_port", "ansible_private_key_file": "ansible_ssh_private_key_file"}
 
 
-def detect(file: str, data: bytes) -> str | None:
-    """``"ini"`` or ``"yaml"`` when ``data`` is an Ansible inventory, None when it is gpudiag's own format.
+@dataclass(frozen=True, slots=True)
+class Detected:
+    """What :func:`detect` found: ``kind`` is ``"ini"``, ``"yaml"`` (an Ansible inventory) or None (gpudiag's own
+    format); ``document`` is the composed YAML (None for INI), for the reader that takes the file next."""
 
-    Raises ``InventoryError`` at once for what gpudiag cannot read: a dynamic inventory script, a vault file.
+    kind: str | None
+    document: Document | None = None
+
+
+def detect(file: str, text: str) -> Detected:
+    """Whether ``text`` (read from ``file``) is an Ansible inventory; a YAML file is composed once, here.
+
+    Raises :class:`AnsibleInventoryError` at once for what gpudiag cannot read (a dynamic inventory script, a
+    vault file, a plugin configuration) and ``YamlFileError`` for YAML that no reader can take (an alias bomb,
+    a syntax error): the same line gpudiag's own reader would give.
     """
-    if data.startswith(VAULT_HEADER.encode()):
-        raise InventoryError(f"{file}:1: an Ansible Vault encrypted file: gpudiag cannot decrypt it; decrypt it "
-                             "(ansible-vault view) or write a static inventory with ansible-inventory --list --yaml")
-    if data.startswith(b"#!") and os.access(file, os.X_OK):
-        raise InventoryError(f"{file}:1: an executable Ansible dynamic inventory script: gpudiag does not run "
-                             f"it; write a static one with ansible-inventory -i {file} --list --yaml > hosts.yml")
-    text = data.decode("utf-8", errors="replace")
+    if text.startswith(VAULT_HEADER):
+        raise AnsibleInventoryError(f"{file}:1: an Ansible Vault encrypted file: gpudiag cannot decrypt it; decrypt "
+                                    "it (ansible-vault view) or write a static inventory with ansible-inventory "
+                                    "--list --yaml")
+    if text.startswith("#!") and os.access(file, os.X_OK):
+        raise AnsibleInventoryError(f"{file}:1: an executable Ansible dynamic inventory script: gpudiag does not "
+                                    f"run it; write a static one with ansible-inventory -i {file} --list --yaml > "
+                                    "hosts.yml")
     if any(_SECTION.match(line) for line in text.splitlines()):
-        return "ini"
-    try:  # composed, not constructed: Ansible's own tags (!vault, !unsafe) must not fail the detection
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return None  # gpudiag's reader reports the syntax error with its line
+        return Detected("ini")
+    document = compose(file, text)  # composed, not constructed: Ansible's own tags must not fail the detection
+    try:
+        kind = _yaml_kind(file, document.root)
+    except AnsibleInventoryError:
+        document.close()
+        raise
+    if kind == "ini":
+        document.close()
+        return Detected("ini")
+    return Detected(kind, document)
+
+
+def _yaml_kind(file: str, root: Node | None) -> str | None:
     if isinstance(root, MappingNode):
         top = {str(k.value): v for k, v in root.value if isinstance(k, ScalarNode)}
         if "plugin" in top:
             plugin = top["plugin"].value if isinstance(top["plugin"], ScalarNode) else "?"
-            raise InventoryError(f"{file}:1: an Ansible inventory plugin configuration (plugin: {plugin}): "
-                                 f"gpudiag reads static inventories; ansible-inventory -i {file} --list --yaml "
-                                 "writes one")
+            raise AnsibleInventoryError(f"{file}:1: an Ansible inventory plugin configuration (plugin: {plugin}): "
+                                        f"gpudiag reads static inventories; ansible-inventory -i {file} --list "
+                                        "--yaml writes one")
         gpudiag_keys = {"defaults", "groups", "hosts", "checks"}
         group_like = all(_is_null(v) or (isinstance(v, MappingNode) and all(
             isinstance(k, ScalarNode) and k.value in _GROUP_KEYS for k, _ in v.value)) for v in top.values())
         if "all" in top or (top and group_like and not set(top) <= gpudiag_keys):
             return "yaml"
         return None
-    plain = isinstance(root, ScalarNode) and not _is_null(root)
+    plain = root is not None and isinstance(root, ScalarNode) and not _is_null(root)
     if plain and not file.endswith((".yml", ".yaml")):
         return "ini"  # host names, one a line, with no section: Ansible's ungrouped hosts
     return None
@@ -100,15 +115,20 @@ class AnsibleInventory:
     read_as: str
 
 
-def load_ansible(file: str, data: bytes, kind: str) -> AnsibleInventory:
-    """The Ansible inventory in ``data`` (``kind`` from :func:`detect`); raises ``InventoryError`` (one line)."""
+def load_ansible(file: str, text: str, detected: Detected) -> AnsibleInventory:
+    """The Ansible inventory in ``text`` (as :func:`detect` found it); raises :class:`AnsibleInventoryError` or
+    ``YamlFileError`` (one line each). The detected document is closed here."""
     tree = _Tree(file)
-    text = data.decode("utf-8", errors="strict")
-    if kind == "ini":
+    if detected.document is None:
         _read_ini(tree, text)
     else:
-        _read_yaml(tree, text)
-    return tree.inventory(Path(file).parent, kind)
+        document = detected.document.with_ansible_tags()
+        try:
+            for name, body, where in _entries(file, document.root, "the inventory"):
+                _read_group(tree, document, name, body, where)
+        finally:
+            document.close()
+    return tree.inventory(Path(file).parent, detected.kind or "ini")
 
 
 @dataclass
@@ -131,7 +151,7 @@ class _Tree:
 
     def group(self, name: str, where: str) -> _Group:
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
-            raise InventoryError(f"{where}: group name {name!r}: use letters, digits, '_', '.' and '-'")
+            raise AnsibleInventoryError(f"{where}: group name {name!r}: use letters, digits, '_', '.' and '-'")
         return self.groups.setdefault(name, _Group(name))
 
     def add_host(self, pattern: str, group: str, host_vars: Mapping[str, object], where: str) -> None:
@@ -175,7 +195,7 @@ class _Tree:
                 merged.update(group_files[name])
             merged.update(self.host_vars.get(host, {}))
             merged.update(host_files[host])
-            hosts.append(_host(host, merged, tuple(n for n in mine if n not in ("all", "ungrouped"))))
+            hosts.append(host_from_vars(host, merged, tuple(n for n in mine if n not in ("all", "ungrouped"))))
         named = [n for n in self.groups if n not in ("all", "ungrouped")]
         n_host_files = sum(1 for f in host_files.values() if f)
         n_group_files = sum(1 for f in group_files.values() if f)
@@ -187,7 +207,7 @@ class _Tree:
 
     def _members(self, name: str, seen: set[str]) -> set[str]:
         if name in seen:
-            raise InventoryError(f"{self.file}: group {name!r} is its own child (a loop in children)")
+            raise AnsibleInventoryError(f"{self.file}: group {name!r} is its own child (a loop in children)")
         group = self.groups[name]
         found = set(group.hosts)
         for child in group.children:
@@ -197,42 +217,6 @@ class _Tree:
     def _depth(self, name: str, seen: set[str]) -> int:
         parents = self.groups[name].parents - seen
         return 0 if not parents else 1 + max(self._depth(p, seen | {name}) for p in parents)
-
-
-def expand_range(pattern: str, where: str) -> tuple[str, ...]:
-    """Ansible's host ranges: ``gpu[01:16]``, ``gpu[1:9:2]``, ``node[a:c]``; several brackets multiply."""
-    match = _RANGE.search(pattern)
-    if not match:
-        if not pattern or any(c.isspace() or c in "[]," for c in pattern):
-            raise InventoryError(f"{where}: bad host name {pattern!r}")
-        return (pattern,)
-    head, tail = pattern[: match.start()], pattern[match.end():]
-    parts = match.group(1).split(":")
-    if len(parts) not in (2, 3):
-        raise InventoryError(f"{where}: host range {match.group(0)!r}: expected [start:end] or [start:end:step]")
-    begin, end, step_text = parts[0] or "0", parts[1], parts[2] if len(parts) == 3 else "1"
-    if not step_text.isdigit() or int(step_text) < 1:
-        raise InventoryError(f"{where}: host range {match.group(0)!r}: the step must be a positive integer")
-    step = int(step_text)
-    if begin.isdigit() and end.isdigit():
-        if begin.startswith("0") and len(begin) > 1 and len(begin) != len(end):
-            raise InventoryError(f"{where}: host range {match.group(0)!r}: pad both ends to the same width "
-                                 "(Ansible's rule)")
-        width = len(begin) if begin.startswith("0") else 0
-        items = [str(n).zfill(width) for n in range(int(begin), int(end) + 1, step)]
-    elif len(begin) == len(end) == 1 and begin in string.ascii_letters and end in string.ascii_letters:
-        letters = string.ascii_letters
-        items = list(letters[letters.index(begin): letters.index(end) + 1: step])
-    else:
-        raise InventoryError(f"{where}: host range {match.group(0)!r}: expected numbers or single letters")
-    if not items:
-        raise InventoryError(f"{where}: host range {match.group(0)!r} is empty (it runs backwards)")
-    rests = expand_range(tail, where) if _RANGE.search(tail) else (tail,)
-    names = tuple(f"{head}{item}{rest}" for item in items for rest in rests)
-    bad = next((n for n in names if any(c.isspace() or c in "[]," for c in n)), None)
-    if bad is not None:
-        raise InventoryError(f"{where}: bad host name {bad!r}")
-    return names
 
 
 def _read_ini(tree: _Tree, text: str) -> None:
@@ -247,38 +231,38 @@ def _read_ini(tree: _Tree, text: str) -> None:
             name, _, section = header.group(1).partition(":")
             section = section or "hosts"
             if section not in ("hosts", "vars", "children"):
-                raise InventoryError(f"{where}: section [{header.group(1)}]: expected [group], [group:vars] or "
+                raise AnsibleInventoryError(f"{where}: section [{header.group(1)}]: expected [group], [group:vars] or "
                                      "[group:children]")
             group = tree.group(name, where).name
             continue
         try:
             words = shlex.split(line, comments=True)
         except ValueError as exc:
-            raise InventoryError(f"{where}: cannot read this line: {exc}") from None
+            raise AnsibleInventoryError(f"{where}: cannot read this line: {exc}") from None
         if not words:
             continue
         if section == "vars":
             key, eq, value = line.partition("=")
             if not eq or not key.strip():
-                raise InventoryError(f"{where}: [{group}:vars]: expected key=value, got {line!r}")
+                raise AnsibleInventoryError(f"{where}: [{group}:vars]: expected key=value, got {line!r}")
             tree.groups[group].vars[key.strip()] = (_ini_value(value.strip(), where), where)
         elif section == "children":
             if len(words) != 1:
-                raise InventoryError(f"{where}: [{group}:children]: expected one group name a line")
+                raise AnsibleInventoryError(f"{where}: [{group}:children]: expected one group name a line")
             tree.link(group, words[0], where)
         else:
             host_vars = {}
             for word in words[1:]:
                 key, eq, value = word.partition("=")
                 if not eq or not key:
-                    raise InventoryError(f"{where}: expected key=value after the host name, got {word!r}")
+                    raise AnsibleInventoryError(f"{where}: expected key=value after the host name, got {word!r}")
                 host_vars[key] = _ini_value(value, where)
             tree.add_host(words[0], group, host_vars, where)
 
 
 def _ini_value(value: str, where: str) -> object:
     if value.startswith(VAULT_HEADER):
-        raise InventoryError(f"{where}: an Ansible Vault value: gpudiag cannot decrypt it")
+        raise AnsibleInventoryError(f"{where}: an Ansible Vault value: gpudiag cannot decrypt it")
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         try:  # Ansible reads a quoted value as a Python literal: the quotes go
             literal = ast.literal_eval(value)
@@ -288,76 +272,34 @@ def _ini_value(value: str, where: str) -> object:
     return int(value) if value.isdigit() else value
 
 
-class _Vault(Exception):
-    pass
-
-
-class _Loader(yaml.SafeLoader):
-    """The safe loader plus Ansible's tags: ``!unsafe`` is a plain string, ``!vault`` is refused."""
-
-
-def _vault(loader: yaml.SafeLoader, node: Node) -> object:
-    raise _Vault(node.start_mark.line + 1)
-
-
-_Loader.add_constructor("!vault", _vault)
-_Loader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))  # type: ignore[arg-type]
-
-
-def _compose(file: str, text: str) -> tuple[_Loader, Node | None]:
-    loader = _Loader(text)
-    try:
-        return loader, loader.get_single_node()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise InventoryError(f"{file}:{mark.line + 1 if mark else 1}: YAML syntax error: {exc.problem}") from None
-    except yaml.YAMLError as exc:
-        raise InventoryError(f"{file}: YAML error: {' '.join(str(exc).split())}") from None
-
-
-def _value(loader: _Loader, file: str, node: Node) -> object:
-    try:
-        return loader.construct_object(node, deep=True)
-    except _Vault as exc:
-        raise InventoryError(f"{file}:{exc.args[0]}: an Ansible Vault value (!vault): gpudiag cannot decrypt it") \
-            from None
-    except yaml.YAMLError as exc:
-        raise InventoryError(f"{file}:{node.start_mark.line + 1}: cannot read this value: {exc}") from None
-
-
 def _entries(file: str, node: Node | None, where: str) -> Iterator[tuple[str, Node, str]]:
     """A mapping's (key, value node, "file:line"); null is empty."""
     if node is None or _is_null(node):
         return
     if not isinstance(node, MappingNode):
-        raise InventoryError(f"{file}:{node.start_mark.line + 1}: {where}: expected a mapping")
+        raise AnsibleInventoryError(f"{file}:{node.start_mark.line + 1}: {where}: expected a mapping")
     for key, value in node.value:
         yield str(key.value), value, f"{file}:{key.start_mark.line + 1}"
 
 
-def _read_yaml(tree: _Tree, text: str) -> None:
-    loader, root = _compose(tree.file, text)
-    for name, body, where in _entries(tree.file, root, "the inventory"):
-        _read_group(tree, loader, name, body, where)
-
-
-def _read_group(tree: _Tree, loader: _Loader, name: str, body: Node, where: str) -> None:
+def _read_group(tree: _Tree, document: Document, name: str, body: Node, where: str) -> None:
     group = tree.group(name, where)
     for key, value, at in _entries(tree.file, body, f"group {name!r}"):
         if key == "hosts":
             for pattern, host_body, host_at in _entries(tree.file, value, f"group {name!r} hosts"):
-                host_vars = {k: _value(loader, tree.file, v) for k, v, _ in
+                host_vars = {k: document.construct(v) for k, v, _ in
                              _entries(tree.file, host_body, f"host {pattern!r}")}
                 tree.add_host(pattern, group.name, host_vars, host_at)
         elif key == "vars":
             for var, node, var_at in _entries(tree.file, value, f"group {name!r} vars"):
-                group.vars[var] = (_value(loader, tree.file, node), var_at)
+                group.vars[var] = (document.construct(node), var_at)
         elif key == "children":
             for child, child_body, child_at in _entries(tree.file, value, f"group {name!r} children"):
                 tree.link(group.name, child, child_at)
-                _read_group(tree, loader, child, child_body, child_at)
+                _read_group(tree, document, child, child_body, child_at)
         else:
-            raise InventoryError(f"{at}: group {name!r}: unknown key {key!r} (Ansible's are {', '.join(_GROUP_KEYS)})")
+            raise AnsibleInventoryError(f"{at}: group {name!r}: unknown key {key!r} (Ansible's are "
+                                        f"{', '.join(_GROUP_KEYS)})")
 
 
 def _var_files(folder: Path, name: str) -> dict[str, tuple[object, str]]:
@@ -368,75 +310,13 @@ def _var_files(folder: Path, name: str) -> dict[str, tuple[object, str]]:
     found: dict[str, tuple[object, str]] = {}
     for path in paths:
         file = str(path)
+        text = read_text(file, "vars file")
+        if text.startswith(VAULT_HEADER):
+            raise AnsibleInventoryError(f"{file}:1: an Ansible Vault encrypted file: gpudiag cannot decrypt it")
+        document = compose(file, text, ansible_tags=True)
         try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise InventoryError(f"{file}: cannot read: {exc.strerror or exc}") from None
-        if data.startswith(VAULT_HEADER.encode()):
-            raise InventoryError(f"{file}:1: an Ansible Vault encrypted file: gpudiag cannot decrypt it")
-        loader, root = _compose(file, data.decode("utf-8", errors="replace"))
-        for key, node, where in _entries(file, root, "a vars file"):
-            found[key] = (_value(loader, file, node), where)
+            for key, node, where in _entries(file, document.root, "a vars file"):
+                found[key] = (document.construct(node), where)
+        finally:
+            document.close()
     return found
-
-
-def _host(name: str, merged: Mapping[str, tuple[object, str]], groups: tuple[str, ...]) -> Host:
-    values: dict[str, tuple[object, str]] = {}
-    for key, item in merged.items():
-        values[_ALIASES.get(key, key)] = item
-
-    def text(key: str) -> str | None:
-        if key not in values:
-            return None
-        value, where = values[key]
-        if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
-            raise InventoryError(f"{where}: {key}: expected a string, got {value!r}")
-        if "{{" in str(value) or "{%" in str(value):
-            raise InventoryError(f"{where}: {key}: a Jinja2 template ({value}): gpudiag does not evaluate templates")
-        return str(value)
-
-    port_text = text("ansible_port")
-    if port_text is not None and not (port_text.isdigit() and 1 <= int(port_text) <= 65535):
-        raise InventoryError(f"{values['ansible_port'][1]}: ansible_port: expected 1-65535, got {port_text!r}")
-    jump, known_hosts = None, None
-    for key in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
-        args = text(key)
-        if args is not None:
-            jump, known_hosts = _ssh_args(args, values[key][1], jump, known_hosts)
-    return Host(name=name, address=text("ansible_host"), user=text("ansible_user"),
-                port=int(port_text) if port_text else None, identity_file=text("ansible_ssh_private_key_file"),
-                known_hosts=known_hosts, jump=jump, groups=groups)
-
-
-def _ssh_args(args: str, where: str, jump: str | None, known_hosts: str | None) -> tuple[str | None, str | None]:
-    """The jump host and known_hosts file that ``ansible_ssh_common_args`` asks for."""
-    try:
-        words = shlex.split(args)
-    except ValueError as exc:
-        raise InventoryError(f"{where}: ansible_ssh_common_args: {exc}") from None
-    options: list[tuple[str, str]] = []
-    index = 0
-    while index < len(words):
-        word = words[index]
-        if word in ("-o", "-J") and index + 1 < len(words):
-            value, index = words[index + 1], index + 2
-        elif word.startswith(("-o", "-J")) and len(word) > 2:
-            value, index = word[2:], index + 1
-        else:
-            index += 1
-            continue
-        if word.startswith("-J"):
-            options.append(("proxyjump", value))
-        else:
-            key, _, option = value.replace(" ", "=", 1).partition("=")
-            options.append((key.lower(), option.strip()))
-    for key, value in options:
-        if key == "proxyjump":
-            if not _JUMP.fullmatch(value):
-                raise InventoryError(f"{where}: ProxyJump {value!r}: gpudiag takes one jump host, [user@]host[:port]")
-            jump = value
-        elif key == "proxycommand":
-            raise InventoryError(f"{where}: ProxyCommand is not supported: use -o ProxyJump=[user@]bastion[:port]")
-        elif key == "userknownhostsfile":
-            known_hosts = value.split()[0] if value else None
-    return jump, known_hosts

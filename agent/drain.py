@@ -20,23 +20,18 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from gpudiag.choices import DrainLevel
 from gpudiag.model import Finding, HostReport, Severity, SweepReport
 from gpudiag.slurm import GPUDIAG_REASON, Runner, SlurmNode
 
 MAX_REASON_CHARS = 200  # Slurm keeps the reason in its state; a short line reads well in sinfo -R
 
 
-class DrainLevel(str, enum.Enum):
-    """The least severe finding that drains a node."""
-
-    CRITICAL = "critical"
-    WARNING = "warning"
-
-    def covers(self, severity: Severity) -> bool:
-        """Whether a finding of ``severity`` is at or above this level (UNKNOWN never is)."""
-        if self is DrainLevel.CRITICAL:
-            return severity is Severity.CRITICAL
-        return severity in (Severity.CRITICAL, Severity.WARNING)
+def covers(level: DrainLevel, severity: Severity) -> bool:
+    """Whether a finding of ``severity`` is at or above ``level`` (UNKNOWN never is)."""
+    if level is DrainLevel.CRITICAL:
+        return severity is Severity.CRITICAL
+    return severity in (Severity.CRITICAL, Severity.WARNING)
 
 
 class ActionKind(str, enum.Enum):
@@ -91,7 +86,7 @@ def drain_reason(findings: Iterable[Finding]) -> str:
 
 def _serious(host: HostReport, level: DrainLevel) -> tuple[Finding, ...]:
     """The host's findings at or above ``level``, critical first."""
-    chosen = [f for f in host.findings if level.covers(f.severity)]
+    chosen = [f for f in host.findings if covers(level, f.severity)]
     return tuple(sorted(chosen, key=lambda f: f.severity is not Severity.CRITICAL))
 
 

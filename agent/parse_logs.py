@@ -22,25 +22,14 @@ from typing import Any
 from gpudiag.logs.echo import facts_of
 from gpudiag.logs.plan import LogPlan
 from gpudiag.model import GpuLink, LogLine, LogMatch, LogScan, LogStatus, NodeContext, ServerFacts
+from gpudiag.untrusted import integer as _int
+from gpudiag.untrusted import items as _items
+from gpudiag.untrusted import mapping as _mapping
+from gpudiag.untrusted import text as _text
 
 _GPU = re.compile(r"GPU(\d+)$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # nvidia-smi underlines the header on a terminal
 
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _items(value: object) -> list[Any]:
-    return list(value) if isinstance(value, list) else []
 
 
 def _line(value: object) -> LogLine | None:

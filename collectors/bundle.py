@@ -13,15 +13,16 @@ import importlib.util
 import json
 import os
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 HERE = Path(__file__).resolve().parent
 NODE_DIR = HERE / "node"  # what runs on the node
 
 # Node-side modules, by the name the probe imports them under, and their files here.
-NODE_MODULES = {"gpudiag_nvml": "nvml.py", "gpudiag_dcgm": "dcgm.py", "gpudiag_logscan": "logscan.py",
-                "gpudiag_context": "context.py"}
+NODE_MODULES = {"gpudiag_readings": "readings.py", "gpudiag_nvml": "nvml.py", "gpudiag_dcgm": "dcgm.py",
+                "gpudiag_logscan": "logscan.py", "gpudiag_context": "context.py", "gpudiag_proc": "proc.py"}
+NVML_READER_FILES = ("nvml.py", "readings.py")
 
 _BOOTSTRAP = '''# gpudiag collector bundle: run as `python3 -`. Modules travel compressed and are imported on demand.
 # Plain classes and binascii: importlib.abc and base64 alone would double the collector's start-up.
@@ -67,7 +68,8 @@ def nvml_binding() -> bytes | None:
     source = pynvml_source()
     if source is None:
         return None
-    reader = (NODE_DIR / "nvml.py").read_bytes()
+    # What the NVML reader asks the binding for: its own code and the table of readings it walks.
+    reader = b"\n".join((NODE_DIR / name).read_bytes() for name in NVML_READER_FILES)
     key = hashlib.sha256(b"\0".join([source, reader, (HERE / "prune.py").read_bytes()])).hexdigest()[:32]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpudiag" / f"pynvml-{key}.py"
     try:

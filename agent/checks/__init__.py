@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from gpudiag.checks.context import NodeFacts
 from gpudiag.checks.gpu import GPU_CHECKS
-from gpudiag.checks.logs import log_findings, with_context
+from gpudiag.checks.logs import log_findings
 from gpudiag.checks.node import NODE_CHECKS, host_unreachable
 from gpudiag.checks.settings import CheckSettings, SettingsError, with_overrides
 from gpudiag.logs.plan import LogPlan
@@ -15,13 +16,14 @@ __all__ = ["CheckSettings", "SettingsError", "evaluate", "with_overrides"]
 def evaluate(host: str, status: HostStatus, error: str | None, node: NodeReadings | None,
              settings: CheckSettings, logs: LogPlan | None = None) -> tuple[Finding, ...]:
     """Every finding for one host, node-level first, then per GPU in index order, then the log evidence
-    (``logs``: the host's log plan, which says what each signature means). BUSY_LOW_POWER findings carry the
-    node's topology and virtualization when they were read."""
+    (``logs``: the host's log plan, which says what each signature means). GPU checks see the node around
+    the GPU (topology, VM, the server's configuration) through one :class:`NodeFacts`."""
     findings = list(host_unreachable(host, status, error))
     if node is not None:
         for node_check in NODE_CHECKS:
             findings.extend(node_check(host, node, settings))
-        gpu_findings = [f for gpu in node.gpus for gpu_check in GPU_CHECKS for f in gpu_check(host, gpu, settings)]
-        findings.extend(with_context(gpu_findings, node))
+        facts = NodeFacts.of(node)
+        findings.extend(f for gpu in node.gpus for gpu_check in GPU_CHECKS
+                        for f in gpu_check(host, gpu, settings, facts))
         findings.extend(log_findings(host, node, logs))
     return tuple(findings)

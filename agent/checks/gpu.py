@@ -1,45 +1,59 @@
-"""Per-GPU checks: pure functions ``(host, gpu, settings) -> tuple[Finding, ...]``.
+"""Per-GPU checks: pure functions ``(host, gpu, settings, facts) -> tuple[Finding, ...]``.
 
-Each finding carries a stable code, one sentence for the operator and the numbers behind it.
-A reading the GPU cannot give (``None``) makes a check not applicable, never a false alarm.
+``facts`` is what a check may need from the rest of the node (topology, VM, the server's configuration:
+:class:`~gpudiag.checks.context.NodeFacts`). Each finding carries a stable code, one sentence for the operator
+and the numbers behind it. A reading the GPU cannot give (``None``) makes a check not applicable, never a
+false alarm; a reading whose read *failed* (``GpuReading.failed_readings``) makes it say UNKNOWN.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpudiag.checks.context import NO_FACTS, NodeFacts
 from gpudiag.checks.settings import CheckSettings
-from gpudiag.model import Finding, GpuReading, Severity
+from gpudiag.model import Finding, GpuReading, Severity, reasons_mask
 
 # Clock-event reasons that explain low power by themselves; each has its own finding.
 THERMAL_REASONS = ("hw_thermal_slowdown", "sw_thermal_slowdown")
 HW_REASONS = ("hw_slowdown", "hw_power_brake_slowdown")
-_REASON_BITS = {"hw_slowdown": 0x8, "sw_thermal_slowdown": 0x20, "hw_thermal_slowdown": 0x40,
-                "hw_power_brake_slowdown": 0x80}
 
 
 def _pct(part: float, whole: float) -> float:
     return round(100.0 * part / whole, 1)
 
 
-def busy_low_power(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Finding, ...]:
+def cannot_judge(code: str, host: str, gpu: GpuReading, what: str, *readings: str) -> tuple[Finding, ...]:
+    """An UNKNOWN ``code`` finding when a reading the check needs failed to read (not when the GPU cannot
+    report it: that is not applicable); () when none of ``readings`` failed."""
+    failed = gpu.failed(*readings)
+    if not failed:
+        return ()
+    why = "; ".join(f"{name}: {reason}" for name, reason in failed)
+    return (Finding(code=code, severity=Severity.UNKNOWN, host=host, gpu=gpu.index,
+                    summary=f"cannot tell {what}: a reading it needs failed ({why})",
+                    evidence={"failed_readings": ",".join(name for name, _ in failed), "why": why}),)
+
+
+def busy_low_power(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFacts = NO_FACTS) -> tuple[Finding, ...]:
     """BUSY_LOW_POWER: reads busy while drawing a small share of its enforced power limit, unexplained.
 
     utilization.gpu is the share of time *any* kernel was resident, not how many SMs worked, so a GPU
     stuck on tiny launches, latency chains or communication reads 100% at a fraction of its power.
     Not flagged when high memory utilization explains it (a bandwidth-bound kernel), or when a slowdown
-    reason does (thermal, hardware slowdown, power brake: reported by their own checks).
+    reason does (thermal, hardware slowdown, power brake: reported by their own checks). The power is the
+    GPU's one power figure (:meth:`GpuReading.power`); the node's topology and VM say why, when known.
     """
-    util, limit = gpu.utilization_pct, gpu.power_limit_w
-    power: float | None
-    # The energy counter's average over the window is exact; instantaneous samples are the fallback.
-    if gpu.energy_power_w is not None:
-        power, power_source = gpu.energy_power_w, "average over the window from NVML's total-energy counter"
-    else:
-        power, power_source = gpu.power_w, f"median of {len(gpu.samples)} power.draw samples"
-    if util is None or power is None or limit is None or limit <= 0 or gpu.lost:
+    if gpu.lost:
+        return ()
+    unknown = cannot_judge("BUSY_LOW_POWER", host, gpu, "whether it is busy at low power", "utilization_pct",
+                           "enforced_power_limit_w", *(() if gpu.power() else ("power_w", "power_instant_w")))
+    if unknown:
+        return unknown
+    util, power = gpu.utilization_pct, gpu.power()
+    if util is None or power is None or power.pct_of_limit is None or power.enforced_limit_w is None:
         return ()  # this GPU cannot report it: not applicable
-    share = _pct(power, limit)
+    share, limit = power.pct_of_limit, power.enforced_limit_w
     if util < s.busy_utilization_pct or share > s.low_power_pct:
         return ()
     mem = gpu.memory_utilization_pct
@@ -52,17 +66,17 @@ def busy_low_power(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Findin
         clock = f", SM clock {gpu.sm_clock_mhz:.0f} of {gpu.max_sm_clock_mhz:.0f} MHz"
     mem_text = f", memory {mem:.0f}% busy" if mem is not None else ", memory utilization not reported"
     summary = (
-        f"reads {util:.0f}% busy but draws {power:.0f} W of its {limit:.0f} W enforced limit ({share:.0f}%)"
+        f"reads {util:.0f}% busy but draws {power.watts:.0f} W of its {limit:.0f} W enforced limit ({share:.0f}%)"
         f"{mem_text}{clock}: a kernel is always resident but few SMs do work - launch-bound, "
         "latency-bound, or waiting on communication"
     )
     evidence: dict[str, object] = {
         "utilization_pct": util,
         "memory_utilization_pct": mem,
-        "power_w": power,
-        "power_limit_w": limit,
+        "power_w": power.watts,
+        "enforced_power_limit_w": limit,
         "power_pct_of_limit": share,
-        "power_source": power_source,
+        "power_source": power.source.describe(len(gpu.samples)),
         "sm_clock_mhz": gpu.sm_clock_mhz,
         "max_sm_clock_mhz": gpu.max_sm_clock_mhz,
         "samples": len(gpu.samples),
@@ -75,35 +89,40 @@ def busy_low_power(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Findin
         summary += f"; DCGM: {gpu.sm_active_pct:.0f}% of SM time active"
     else:
         evidence["sm_activity"] = "not available (no DCGM profiling on this node)"
+    why, context_evidence = facts.starved_because(gpu.index)
+    if why is not None:
+        summary += f"; {why}"
+        evidence.update(context_evidence)
     return (Finding(code="BUSY_LOW_POWER", severity=Severity.WARNING, host=host, gpu=gpu.index,
                     summary=summary, evidence=evidence),)
 
 
-def power_limit_reduced(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Finding, ...]:
+def power_limit_reduced(host: str, gpu: GpuReading, s: CheckSettings,
+                        facts: NodeFacts = NO_FACTS) -> tuple[Finding, ...]:
     """POWER_LIMIT_REDUCED: the enforced limit is below the board's default limit."""
-    enforced, default = gpu.power_limit_w, gpu.default_power_limit_w
+    unknown = cannot_judge("POWER_LIMIT_REDUCED", host, gpu, "whether its power limit was reduced",
+                           "enforced_power_limit_w", "default_power_limit_w")
+    if unknown:
+        return unknown
+    enforced, default = gpu.enforced_power_limit_w, gpu.default_power_limit_w
     if enforced is None or default is None or enforced >= default - s.power_limit_tolerance_w:
         return ()
     summary = (f"enforced power limit is {enforced:.0f} W, below its default {default:.0f} W "
                f"({_pct(enforced, default):.0f}%): someone or something capped it (nvidia-smi -pl, a power "
                "policy, a chassis limit)")
     return (Finding(code="POWER_LIMIT_REDUCED", severity=Severity.WARNING, host=host, gpu=gpu.index,
-                    summary=summary, evidence={"power_limit_w": enforced, "default_power_limit_w": default,
+                    summary=summary, evidence={"enforced_power_limit_w": enforced, "default_power_limit_w": default,
                                                "pct_of_default": _pct(enforced, default)}),)
 
 
-def _below(current: int | None, maximum: int | None) -> bool:
-    return current is not None and maximum is not None and current < maximum
-
-
-def pcie_link_degraded(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Finding, ...]:
+def pcie_link_degraded(host: str, gpu: GpuReading, s: CheckSettings,
+                       facts: NodeFacts = NO_FACTS) -> tuple[Finding, ...]:
     """PCIE_LINK_DEGRADED: link generation or width below its maximum while the GPU is busy."""
     if gpu.utilization_pct is None or gpu.utilization_pct < s.pcie_busy_utilization_pct:
         return ()  # idle GPUs lower their link generation on purpose
-    gen_low = _below(gpu.pcie_gen, gpu.pcie_gen_max)
-    width_low = _below(gpu.pcie_width, gpu.pcie_width_max)
-    if not (gen_low or width_low):
-        return ()
+    if not gpu.pcie_below_max:
+        return cannot_judge("PCIE_LINK_DEGRADED", host, gpu, "whether its PCIe link runs below its maximum",
+                            "pcie_gen", "pcie_gen_max", "pcie_width", "pcie_width_max")
     summary = (f"PCIe link runs at gen {gpu.pcie_gen} x{gpu.pcie_width} of a possible gen {gpu.pcie_gen_max} "
                f"x{gpu.pcie_width_max} while {gpu.utilization_pct:.0f}% busy: check seating, riser, BIOS "
                "link settings")
@@ -114,17 +133,17 @@ def pcie_link_degraded(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Fi
                               "utilization_pct": gpu.utilization_pct}),)
 
 
-GpuCheck = Callable[[str, GpuReading, CheckSettings], tuple[Finding, ...]]
+GpuCheck = Callable[[str, GpuReading, CheckSettings, NodeFacts], tuple[Finding, ...]]
 
 
 def _slowdown(code: str, what: str, reasons: tuple[str, ...], advice: str) -> GpuCheck:
-    mask = sum(_REASON_BITS[r] for r in reasons)
+    mask = reasons_mask(reasons)
 
-    def check(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Finding, ...]:
+    def check(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFacts = NO_FACTS) -> tuple[Finding, ...]:
         known = [x for x in gpu.samples if x.clock_event_reasons_mask is not None]
         hits = [x for x in known if (x.clock_event_reasons_mask or 0) & mask]
         if not hits:
-            return ()
+            return cannot_judge(code, host, gpu, f"whether its clocks were slowed ({code})", "clock_event_reasons_mask")
         fraction = round(len(hits) / len(known), 2)
         drop = None
         if gpu.sm_clock_mhz is not None and gpu.max_sm_clock_mhz:
@@ -153,17 +172,19 @@ hw_slowdown = _slowdown("HW_SLOWDOWN", "clocks held down by a hardware slowdown"
                         "the baseboard's events")
 
 
-def ecc_uncorrected(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Finding, ...]:
+def ecc_uncorrected(host: str, gpu: GpuReading, s: CheckSettings,
+                    facts: NodeFacts = NO_FACTS) -> tuple[Finding, ...]:
     """ECC_UNCORRECTED: uncorrectable ECC errors since the driver loaded."""
     if not gpu.ecc_uncorrected:
-        return ()
+        return cannot_judge("ECC_UNCORRECTED", host, gpu, "whether it had uncorrectable ECC errors",
+                            "ecc_uncorrected")
     return (Finding(code="ECC_UNCORRECTED", severity=Severity.CRITICAL, host=host, gpu=gpu.index,
                     summary=f"{gpu.ecc_uncorrected} uncorrectable ECC error(s) since the driver loaded: "
                             "drain the node, check row remapping, reset or replace the GPU",
                     evidence={"ecc_uncorrected": gpu.ecc_uncorrected}),)
 
 
-def gpu_lost(host: str, gpu: GpuReading, s: CheckSettings) -> tuple[Finding, ...]:
+def gpu_lost(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFacts = NO_FACTS) -> tuple[Finding, ...]:
     """GPU_LOST: the driver answers for other GPUs but not for this one."""
     if not gpu.lost:
         return ()

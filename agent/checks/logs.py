@@ -1,20 +1,14 @@
-"""Log evidence and node context as findings: pure functions of the readings and the host's log plan.
+"""Log evidence as findings: pure functions of the readings and the host's log plan.
 
 * ``LOG_SIGNATURE`` - a warning or critical signature matched (count, first and last line);
 * ``LOG_EXPECTED_ABSENT`` - the configuration says lines should follow the server's start, and none did;
 * ``LOG_UNREADABLE`` (unknown) - a configured log is missing or unreadable on the node;
 * ``XID`` - an Xid event of the NVIDIA driver, one finding per GPU and Xid, severity from the Xid table.
-
-:func:`with_context` adds the node's topology and virtualization to ``BUSY_LOW_POWER``: a GPU that reads
-busy at low power while its peers are reachable over PCIe only, inside a VM, is most likely waiting on
-inter-GPU traffic (MoE expert parallelism sends all-to-all traffic over PCIe there).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from collections.abc import Iterable
 
 from gpudiag.logs.echo import same_value, show
 from gpudiag.logs.plan import KERNEL, LogPlan, LogSource
@@ -24,11 +18,9 @@ from gpudiag.model import (
     LogMatch,
     LogScan,
     LogStatus,
-    NodeContext,
     NodeReadings,
     ServerFacts,
     Severity,
-    link_names,
 )
 
 SEVERITY = {"warning": Severity.WARNING, "critical": Severity.CRITICAL}
@@ -175,59 +167,3 @@ def log_findings(host: str, node: NodeReadings, plan: LogPlan | None) -> tuple[F
             findings.extend(log_signatures(host, scan, source))
             findings.extend(expectations(host, scan, source))
     return tuple(findings)
-
-
-# ------------------------------------------------------------------------------------------ context
-
-
-def expert_parallel(logs: Iterable[LogScan]) -> str | None:
-    """ "ep_size=8" when a server's configuration says MoE experts are spread over GPUs."""
-    for scan in logs:
-        for facts in scan.facts:
-            ep = facts.get("ep_size")
-            if isinstance(ep, int) and not isinstance(ep, bool) and ep > 1:
-                return f"ep_size={ep}"
-            if facts.get("enable_expert_parallel") is True:
-                return "enable_expert_parallel=True"
-    return None
-
-
-def _link_text(context: NodeContext, gpu: int) -> tuple[str | None, str | None]:
-    links = context.links_of(gpu)
-    if not links:
-        return None, None
-    kinds = {link.kind for link in links}
-    names = link_names(links)
-    if kinds == {"pcie"}:
-        return "pcie", f"it reaches the other {len(links)} GPUs over PCIe only ({names}, no NVLink)"
-    if kinds == {"nvlink"}:
-        return "nvlink", f"it reaches the other {len(links)} GPUs over NVLink ({names})"
-    return "mixed", f"it reaches some GPUs over NVLink and others over PCIe ({names})"
-
-
-def with_context(findings: Iterable[Finding], node: NodeReadings) -> tuple[Finding, ...]:
-    """``BUSY_LOW_POWER`` findings with the node's topology and virtualization added (others unchanged)."""
-    context = node.context
-    out = []
-    for finding in findings:
-        if finding.code != "BUSY_LOW_POWER" or context is None or finding.gpu is None:
-            out.append(finding)
-            continue
-        kind, links = _link_text(context, finding.gpu)
-        vm = context.vm_description
-        if links is None and vm is None:
-            out.append(finding)
-            continue
-        ep = expert_parallel(node.logs)
-        parts = [p for p in (links, f"inside {vm}" if vm else None) if p]
-        sentence = " ".join(parts) if links else f"the node is {vm}"
-        if kind == "pcie":
-            moe = f"MoE expert parallelism ({ep}) sends its all-to-all traffic" if ep else \
-                "all-reduce and all-to-all traffic between the GPUs goes"
-            sentence += f", so {moe} over PCIe{' through the hypervisor' if vm else ''} - likely the real bottleneck"
-        evidence = {**finding.evidence, "interconnect": kind, "gpu_links": ", ".join(
-            f"GPU{link.gpu_b if link.gpu_a == finding.gpu else link.gpu_a} {link.link}"
-            for link in context.links_of(finding.gpu)) or None,
-            "virtualization": context.virtualization, "is_vm": context.is_vm, "expert_parallel": ep}
-        out.append(dataclasses.replace(finding, summary=f"{finding.summary}; {sentence}", evidence=evidence))
-    return tuple(out)

@@ -32,10 +32,8 @@ def bar(pct: float | None) -> str:
 
 
 def _power_pct(gpu: GpuReading) -> float | None:
-    power = gpu.energy_power_w if gpu.energy_power_w is not None else gpu.power_w
-    if power is None or not gpu.power_limit_w:
-        return None
-    return 100.0 * power / gpu.power_limit_w
+    power = gpu.power()  # the one figure the table, the JSON and the checks show
+    return power.pct_of_limit if power is not None else None
 
 
 def _change_line(sign: str, f: Finding) -> Text:

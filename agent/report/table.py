@@ -2,13 +2,15 @@
 
 Hosts whose rows read the same (same cells after rounding, same finding codes and severities) are folded
 into one block labelled with a host range ("gpu[01-03]"), as ``clush -b`` folds identical output; hosts whose
-findings read the same are folded the same way. rich lives here and nowhere else in ``agent/``. Everything
-returns text; nothing prints.
+findings read the same are folded the same way. rich is imported here and by the other terminal renderers
+(``live.py``, ``inventory_table.py``) only: ruff's banned-api rule (pyproject.toml). Everything returns text;
+nothing prints.
 """
 
 from __future__ import annotations
 
 import io
+from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -21,8 +23,8 @@ from rich.table import Table
 from rich.text import Text
 
 from gpudiag.model import Finding, GpuReading, HostReport, Severity, SmiStatus, SweepReport, worst
+from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
 from gpudiag.report.evidence import evidence_lines
-from gpudiag.report.json_report import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
 
 K = TypeVar("K", bound=Hashable)
 
@@ -55,8 +57,9 @@ COLUMNS = (
     "reasons",
 )
 
-# Most serious first; UNKNOWN ranks between CRITICAL and WARNING, as in model.worst().
-_SEVERITY_ORDER = {Severity.CRITICAL: 0, Severity.UNKNOWN: 1, Severity.WARNING: 2, Severity.OK: 3}
+
+def _most_serious_first(severity: Severity) -> int:
+    return -severity.rank  # UNKNOWN between CRITICAL and WARNING, as worst() ranks it
 
 
 # ------------------------------------------------------------------------------------------- folding
@@ -114,10 +117,12 @@ def cc_cell(gpu: GpuReading) -> str:
 
 
 def power_cell(gpu: GpuReading) -> str:
-    """ "330/600 W (55%)": draw, enforced limit, and the share of the limit."""
-    text = _pair(gpu.power_w, gpu.power_limit_w, "W")
-    if gpu.power_w is not None and gpu.power_limit_w:
-        text += f" ({gpu.power_w / gpu.power_limit_w * 100:.0f}%)"
+    """ "330/600 W (55%)": the GPU's power figure (``GpuReading.power``: the same number the checks and the
+    JSON use), its enforced limit, and the share of the limit."""
+    power = gpu.power()
+    text = _pair(power.watts if power else None, gpu.enforced_power_limit_w, "W")
+    if power is not None and power.pct_of_limit is not None:
+        text += f" ({power.pct_of_limit:.0f}%)"
     return text
 
 
@@ -135,10 +140,7 @@ def pcie_cell(gpu: GpuReading) -> str:
     if gpu.pcie_gen is None and gpu.pcie_width is None:
         return MISSING
     current = link(gpu.pcie_gen, gpu.pcie_width)
-    below = (gpu.pcie_gen is not None and gpu.pcie_gen_max is not None and gpu.pcie_gen < gpu.pcie_gen_max) or (
-        gpu.pcie_width is not None and gpu.pcie_width_max is not None and gpu.pcie_width < gpu.pcie_width_max
-    )
-    return f"{current}/{link(gpu.pcie_gen_max, gpu.pcie_width_max)}" if below else current
+    return f"{current}/{link(gpu.pcie_gen_max, gpu.pcie_width_max)}" if gpu.pcie_below_max else current
 
 
 def gpu_cells(gpu: GpuReading) -> tuple[str, ...]:
@@ -273,7 +275,7 @@ def _finding_lines(host: HostReport) -> tuple[tuple[Severity, str, str, str], ..
     sentence is the first GPU's (eight identical lines hide the one that differs)."""
 
     def order(f: Finding) -> tuple[int, int, str]:
-        return (_SEVERITY_ORDER[f.severity], -1 if f.gpu is None else f.gpu, f.code)
+        return (_most_serious_first(f.severity), -1 if f.gpu is None else f.gpu, f.code)
 
     lines: list[tuple[Severity, str, str, str]] = []
     per_gpu: dict[tuple[Severity, str], list[Finding]] = {}
@@ -289,7 +291,7 @@ def _finding_lines(host: HostReport) -> tuple[tuple[Severity, str, str, str], ..
             gpus = sorted(f.gpu for f in found if f.gpu is not None)
             lines.append((severity, code, f"gpu {_index_ranges(gpus)}",
                           f"{len(found)} GPUs; gpu {found[0].gpu} {found[0].summary}"))
-    return tuple(sorted(lines, key=lambda line: _SEVERITY_ORDER[line[0]]))
+    return tuple(sorted(lines, key=lambda line: _most_serious_first(line[0])))
 
 
 def _findings_section(report: SweepReport, color: bool) -> list[RenderableType]:
@@ -341,6 +343,10 @@ def _summary_section(report: SweepReport, color: bool) -> list[RenderableType]:
     # Text, not str: rich would read "[...]" in a value as markup.
     grid.add_row(Text("hosts"), Text(f"{len(report.hosts)}: {_counts(hosts_by_status(report))}"))
     grid.add_row(Text("GPUs"), Text(f"{n_gpus}: {_counts(gpus_by_sm(report))}"))
+    sources = Counter(power.source for h in report.hosts for g in h.gpus if (power := g.power()) is not None)
+    if sources:  # which figure the power column shows (the same one the checks judge)
+        grid.add_row(Text("power"), Text("shown as " + ", ".join(
+            f"{source.short} ({n} GPU{'s' if n != 1 else ''})" for source, n in sources.most_common())))
     grid.add_row(Text("findings"), Text(f"{len(report.findings)}: {_counts(findings_by_code(report))}"))
     grid.add_row(Text("sweep"), Text(f"started {report.started_at}, took {report.duration_s:.1f} s"))
     exit_style = {0: "green", 1: "yellow", 2: "bold red"}.get(code, "") if color else ""
@@ -394,7 +400,7 @@ def render_summary_line(report: SweepReport) -> str:
     n_gpus = sum(len(h.gpus) for h in report.hosts)
     findings = len(report.findings)
     counts = findings_by_severity(report)
-    by_severity = _counts({s.label: counts[s.label] for s in sorted(Severity, key=_SEVERITY_ORDER.__getitem__)})
+    by_severity = _counts({s.label: counts[s.label] for s in sorted(Severity, key=_most_serious_first)})
     findings_text = f"{findings} findings ({by_severity})" if findings else "0 findings"
     return (
         f"{len(report.hosts)} hosts ({_counts(hosts_by_status(report))}), {n_gpus} GPUs, {findings_text}; "

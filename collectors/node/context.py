@@ -9,23 +9,13 @@ Raw text and values only; the controller interprets them (``agent/parse_logs.py`
 """
 
 import os
-import subprocess
 
-MAX_TEXT = 64 * 1024
+try:
+    import gpudiag_proc as proc  # inside the collector bundle
+except ImportError:  # imported from the installed package (tests, gpudiag local)
+    from . import proc
+
 DMI = "/sys/class/dmi/id"
-
-
-def _run(argv, timeout_s):
-    """(exit code, stdout, stderr) as bounded text; code None when it could not start."""
-    try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              timeout=timeout_s, env=dict(os.environ, LC_ALL="C"))
-    except subprocess.TimeoutExpired:
-        return 124, "", "timed out after %.0f s" % timeout_s
-    except OSError as exc:
-        return None, "", str(exc)
-    return (done.returncode, done.stdout[:MAX_TEXT].decode("utf-8", "replace"),
-            done.stderr[:2048].decode("utf-8", "replace"))
 
 
 def _read(path, limit=256):
@@ -55,21 +45,19 @@ def topology(smi_path, timeout_s=30.0):
     """``nvidia-smi topo -m`` as {exit, stdout, stderr}, or None when nvidia-smi is not installed."""
     if not smi_path:
         return None
-    code, out, err = _run([smi_path, "topo", "-m"], timeout_s)
+    code, out, err = proc.run([smi_path, "topo", "-m"], timeout_s)
     return {"exit": code, "stdout": out, "stderr": err}
 
 
 def detect_virt(timeout_s=30.0):
     """``systemd-detect-virt --vm`` and ``--container`` (found through PATH), or None when it is missing."""
-    import shutil  # here, not at the top: most sweeps never get here, and shutil costs 3 ms to import
-
-    detect = shutil.which("systemd-detect-virt")
+    detect = proc.find_tool("systemd-detect-virt")
     if not detect:
         return None
     virt = {}
     for kind in ("vm", "container"):
         # Exit 1 with "none" when there is none: an answer, not a failure.
-        code, out, err = _run([detect, "--" + kind], timeout_s)
+        code, out, err = proc.run([detect, "--" + kind], timeout_s)
         virt[kind] = out.strip() or None
         virt[kind + "_exit"] = code
     return virt

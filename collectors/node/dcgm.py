@@ -8,29 +8,29 @@ reason is returned and the sweep goes on. Fields: https://docs.nvidia.com/datace
 user-guide/feature-overview.html (profiling metrics).
 """
 
-import shutil
-import subprocess
+try:
+    import gpudiag_proc as proc  # inside the collector bundle
+except ImportError:  # imported from the installed package (tests, gpudiag local)
+    from . import proc
 
 FIELD_IDS = "1002,1003,1004,1005"
 
 
 def collect(samples, interval_s, timeout_s):
     """{"available": True, "stdout": dmon's text} or {"available": False, "why": a sentence}."""
-    dcgmi = shutil.which("dcgmi")
+    dcgmi = proc.find_tool("dcgmi")
     if dcgmi is None:
         return {"available": False, "why": "dcgmi is not installed"}
     delay_ms = str(max(100, int(interval_s * 1000)))
     argv = [dcgmi, "dmon", "-e", FIELD_IDS, "-c", str(max(1, samples)), "-d", delay_ms]
-    try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              timeout=timeout_s)
-    except subprocess.TimeoutExpired:
+    code, out, err = proc.run(argv, timeout_s)
+    if code == 124:
         return {"available": False, "why": "dcgmi dmon did not answer within %.0f s" % timeout_s}
-    except OSError as exc:
-        return {"available": False, "why": "dcgmi could not run: %s" % exc}
-    text = done.stdout[:65536].decode("utf-8", "replace")
+    if code in (126, 127) and not out:
+        return {"available": False, "why": "dcgmi could not run: %s" % err}
+    text = out + err
     has_rows = any(line.split()[:1] == ["GPU"] for line in text.splitlines())
-    if done.returncode != 0 or not has_rows:
+    if code != 0 or not has_rows:
         first = next((line.strip() for line in text.splitlines() if line.strip()), "no output")
-        return {"available": False, "why": "dcgmi dmon exit %d: %s" % (done.returncode, first[:300])}
+        return {"available": False, "why": "dcgmi dmon exit %d: %s" % (code, first[:300])}
     return {"available": True, "stdout": text}

@@ -27,11 +27,14 @@ import collections
 import gzip
 import os
 import re
-import shutil
 import stat
-import subprocess
 import time
 import zlib
+
+try:
+    import gpudiag_proc as proc  # inside the collector bundle
+except ImportError:  # imported from the installed package (tests, gpudiag local)
+    from . import proc
 
 KERNEL = "@kernel"
 DEFAULT_TAIL_BYTES = 8 * 1024 * 1024
@@ -341,12 +344,8 @@ def scan_file(source, now=None):
 
 
 def _run(argv, timeout_s):
-    try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              timeout=timeout_s, env=dict(os.environ, LC_ALL="C"))
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, b"", str(exc)
-    return done.returncode, done.stdout, done.stderr.decode("utf-8", "replace").strip()[-300:]
+    code, out, err = proc.run(argv, timeout_s, raw_stdout=True)
+    return code, out, err.strip()[-300:]
 
 
 def scan_kernel(source, timeout_s, now=None):
@@ -360,7 +359,7 @@ def scan_kernel(source, timeout_s, now=None):
            "bytes": 0, "cut": False, "notes": []}
     tried = []
     data, boot_time = None, None
-    journalctl = shutil.which("journalctl")
+    journalctl = proc.find_tool("journalctl")
     if journalctl:
         start = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now - since_h * 3600.0))
         # No -q: it would also hide the warning that this user cannot read the system's journal.
@@ -371,7 +370,7 @@ def scan_kernel(source, timeout_s, now=None):
         else:
             tried.append("journalctl: %s" % (err or "exit %s" % code))
     if data is None:
-        dmesg = shutil.which("dmesg") or ("/bin/dmesg" if os.path.exists("/bin/dmesg") else None)
+        dmesg = proc.find_tool("dmesg") or ("/bin/dmesg" if os.path.exists("/bin/dmesg") else None)
         if dmesg:
             code, stdout, err = _run([dmesg], timeout_s)
             if code == 0:

@@ -1,36 +1,54 @@
 """Node-side NVML reader (imported by probe.py as ``gpudiag_nvml``; runs on the node's python3).
 
-Reads the same readings as the nvidia-smi path, with the same logical names and units, straight from
-``libnvidia-ml.so.1`` through the pure-Python nvidia-ml-py binding (``pynvml``), which travels in the
-bundle: the node needs nothing installed. A reading the GPU does not support is ``None``, never an error;
-a lost GPU is marked lost while the others report. The total-energy counter (mJ), read at the start and
-the end of the window, gives the exact average power over it.
+Reads the readings of the table (``readings.py``) straight from ``libnvidia-ml.so.1`` through the pure-Python
+nvidia-ml-py binding (``pynvml``), which travels in the bundle: the node needs nothing installed. Values are
+in the units of the readings' names. A reading the GPU cannot give (NotSupported, NoPermission, a function
+this driver lacks) is ``None``: not applicable. A reading whose call *failed* (NVMLError_Unknown, any other
+error) is ``None`` too, and its error goes in the row's ``errors``: a missing reading, which the checks call
+UNKNOWN. A lost GPU is marked lost while the others report. The total-energy counter (mJ), read at the start
+and the end of the window, gives the exact average power over it.
 
 NVML reference: https://docs.nvidia.com/deploy/nvml-api/ (nvmlDevice* queries).
 """
 
 import time
 
+try:
+    import gpudiag_readings as readings  # inside the collector bundle
+except ImportError:  # imported from the installed package (tests, gpudiag local)
+    from . import readings
+
 
 class NvmlUnavailable(Exception):
     """NVML cannot be used on this node (no library, no driver, a binding newer than the driver)."""
+
+
+# Errors that mean "this GPU cannot report this": not applicable, not a failure.
+NOT_APPLICABLE = ("NVMLError_NotSupported", "NVMLError_NoPermission", "NVMLError_FunctionNotFound",
+                  "NVMLError_InvalidArgument", "NVMLError_NoData")
+# nvmlReturn_t codes of a field value that mean the same (nvml.h): INVALID_ARGUMENT (a field id this driver
+# does not know), NOT_SUPPORTED, NO_PERMISSION, FUNCTION_NOT_FOUND.
+_FIELD_NOT_APPLICABLE = (2, 3, 4, 13)
 
 
 def _text(value):
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
+class _Failed(Exception):
+    """A reading's call failed (not merely unsupported): its message goes in the row's errors."""
+
+
 class _Reader(object):
     def __init__(self, pynvml):
         self.nv = pynvml
-        # Errors that mean "this GPU cannot report this": a value of None, not a failure.
-        self.unsupported = tuple(getattr(pynvml, n) for n in (
-            "NVMLError_NotSupported", "NVMLError_NoPermission", "NVMLError_FunctionNotFound",
-            "NVMLError_InvalidArgument", "NVMLError_NoData", "NVMLError_Unknown") if hasattr(pynvml, n))
+        self.not_applicable = tuple(getattr(pynvml, n) for n in NOT_APPLICABLE if hasattr(pynvml, n))
         self.lost = tuple(getattr(pynvml, n) for n in ("NVMLError_GpuIsLost",) if hasattr(pynvml, n))
+        self.error = getattr(pynvml, "NVMLError", Exception)
 
-    def get(self, name, *args):
-        """pynvml.<name>(*args), or None when unsupported; GpuIsLost propagates."""
+    def call(self, name, *args):
+        """pynvml.<name>(*args); None when not applicable; :class:`_Failed` on any other NVML error;
+        GpuIsLost propagates."""
         fn = getattr(self.nv, name, None)
         if fn is None:
             return None
@@ -38,69 +56,90 @@ class _Reader(object):
             return fn(*args)
         except self.lost:
             raise
-        except self.unsupported:
+        except self.not_applicable:
             return None
+        except self.error as exc:
+            raise _Failed("%s: %s" % (type(exc).__name__, exc)) from exc
 
-    def reasons(self, handle):
-        # Renamed from "throttle" to "event" reasons in newer bindings; both return the same bit mask.
-        value = self.get("nvmlDeviceGetCurrentClocksEventReasons", handle)
-        if value is None:
-            value = self.get("nvmlDeviceGetCurrentClocksThrottleReasons", handle)
-        return value
+    def field(self, handle, name):
+        """One NVML field value (nvmlDeviceGetFieldValues), as a number, or None."""
+        field_id = getattr(self.nv, name, None)
+        if field_id is None:
+            return None
+        values = self.call("nvmlDeviceGetFieldValues", handle, [field_id])
+        if not values:
+            return None
+        value = values[0]
+        if value.nvmlReturn in _FIELD_NOT_APPLICABLE:
+            return None
+        if value.nvmlReturn != 0:
+            raise _Failed("nvmlDeviceGetFieldValues(%s): return code %d" % (name, value.nvmlReturn))
+        union = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
+        kind = value.valueType
+        return getattr(value.value, union[kind]) if 0 <= kind < len(union) else None
+
+    def read(self, handle, reading, cache):
+        """The reading's value in its unit, or None; ``cache`` holds this device's results of this round, so a
+        getter two readings share (utilization, memory info) is called once."""
+        getters, args, attribute = reading.nvml
+        result = None
+        for getter in getters:
+            key = (getter, args)
+            if key not in cache:
+                try:
+                    if getter == "nvmlDeviceGetFieldValues":
+                        cache[key] = (self.field(handle, args[0]), None)
+                    else:
+                        cache[key] = (self.call(getter, handle, *[getattr(self.nv, a) for a in args]), None)
+                except _Failed as exc:
+                    cache[key] = (None, str(exc))
+            result, error = cache[key]
+            if error is not None:
+                raise _Failed(error)
+            if result is not None:
+                break
+        if result is not None and attribute is not None:
+            result = getattr(result, attribute, None)
+        return _convert(reading, result)
 
 
-def _watts(milliwatts):
-    return None if milliwatts is None else milliwatts / 1000.0
+def _convert(reading, value):
+    if value is None:
+        return None
+    if reading.kind == "text":
+        return _text(value)
+    if reading.kind == "cc":
+        return "%d.%d" % tuple(value)
+    if reading.kind == "pstate":
+        return "P%d" % value if 0 <= value < 32 else None  # 32: NVML_PSTATE_UNKNOWN
+    if reading.scale != 1.0:
+        return value * reading.scale
+    return value
 
 
-def _mib(num_bytes):
-    return None if num_bytes is None else num_bytes / (1024.0 * 1024.0)
-
-
-def _static(r, index, handle):
-    nv = r.nv
-    cc = r.get("nvmlDeviceGetCudaComputeCapability", handle)
-    pci = r.get("nvmlDeviceGetPciInfo", handle)
-    memory = r.get("nvmlDeviceGetMemoryInfo", handle)
-    ecc = r.get("nvmlDeviceGetTotalEccErrors", handle, nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nv.NVML_VOLATILE_ECC)
-    return {
-        "index": index,
-        "name": _text(r.get("nvmlDeviceGetName", handle)),
-        "uuid": _text(r.get("nvmlDeviceGetUUID", handle)),
-        "pci_bus_id": _text(pci.busId) if pci is not None else None,
-        "compute_cap": "%d.%d" % tuple(cc) if cc else None,
-        "enforced_power_limit": _watts(r.get("nvmlDeviceGetEnforcedPowerLimit", handle)),
-        "default_power_limit": _watts(r.get("nvmlDeviceGetPowerManagementDefaultLimit", handle)),
-        "max_sm_clock": r.get("nvmlDeviceGetMaxClockInfo", handle, nv.NVML_CLOCK_SM),
-        "pcie_gen_max": r.get("nvmlDeviceGetMaxPcieLinkGeneration", handle),
-        "pcie_width_max": r.get("nvmlDeviceGetMaxPcieLinkWidth", handle),
-        "ecc_uncorrected": ecc,
-        "memory_total": _mib(memory.total) if memory is not None else None,
-    }
-
-
-def _sample(r, index, handle):
-    nv = r.nv
-    util = r.get("nvmlDeviceGetUtilizationRates", handle)
-    memory = r.get("nvmlDeviceGetMemoryInfo", handle)
-    pstate = r.get("nvmlDeviceGetPerformanceState", handle)
-    return {
-        "index": index,
-        "utilization_gpu": util.gpu if util is not None else None,
-        "utilization_memory": util.memory if util is not None else None,
-        "power_draw": _watts(r.get("nvmlDeviceGetPowerUsage", handle)),
-        "sm_clock": r.get("nvmlDeviceGetClockInfo", handle, nv.NVML_CLOCK_SM),
-        "clock_event_reasons": r.reasons(handle),
-        "temperature": r.get("nvmlDeviceGetTemperature", handle, nv.NVML_TEMPERATURE_GPU),
-        "pstate": "P%d" % pstate if pstate is not None and 0 <= pstate < 32 else None,
-        "pcie_gen": r.get("nvmlDeviceGetCurrPcieLinkGeneration", handle),
-        "pcie_width": r.get("nvmlDeviceGetCurrPcieLinkWidth", handle),
-        "memory_used": _mib(memory.used) if memory is not None else None,
-    }
+def _row(r, index, handle, table):
+    """{name: value} of ``table``'s readings for one device, plus ``errors`` {name: why} for failed calls."""
+    row = {"index": index}
+    errors = {}
+    cache = {}
+    for reading in table:
+        if reading.nvml is None:
+            continue
+        try:
+            row[reading.name] = r.read(handle, reading, cache)
+        except _Failed as exc:
+            row[reading.name] = None
+            errors[reading.name] = str(exc)
+    if errors:
+        row["errors"] = errors
+    return row
 
 
 def _energy(r, handle):
-    value = r.get("nvmlDeviceGetTotalEnergyConsumption", handle)  # mJ since the driver loaded
+    try:
+        value = r.call("nvmlDeviceGetTotalEnergyConsumption", handle)  # mJ since the driver loaded
+    except _Failed:
+        return None
     return None if value is None else (time.monotonic(), value)
 
 
@@ -112,9 +151,13 @@ def collect(pynvml, samples, interval_s):
         raise NvmlUnavailable("%s: %s" % (type(exc).__name__, exc)) from exc
     r = _Reader(pynvml)
     try:
-        cuda = r.get("nvmlSystemGetCudaDriverVersion")
+        try:
+            cuda = r.call("nvmlSystemGetCudaDriverVersion")
+            driver = _text(r.call("nvmlSystemGetDriverVersion"))
+        except _Failed:
+            cuda = driver = None
         out = {
-            "driver_version": _text(r.get("nvmlSystemGetDriverVersion")),
+            "driver_version": driver,
             "cuda_version": "%d.%d" % (cuda // 1000, (cuda % 1000) // 10) if cuda else None,
             "gpus": [],
             "samples": [],
@@ -125,9 +168,9 @@ def collect(pynvml, samples, interval_s):
         for index in range(count):
             try:
                 handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-                out["gpus"].append(_static(r, index, handle))
+                out["gpus"].append(_row(r, index, handle, readings.STATIC))
                 handles[index] = handle
-            except r.lost + r.unsupported as exc:
+            except r.lost + r.not_applicable + (r.error,) as exc:
                 out["gpus"].append({"index": index, "lost": True, "error": str(exc)})
         start_energy = {}
         # One sample has no window to average over (and the counter reads cost an H200 4 ms each).
@@ -144,7 +187,7 @@ def collect(pynvml, samples, interval_s):
             rows = []
             for index, handle in list(handles.items()):
                 try:
-                    rows.append(_sample(r, index, handle))
+                    rows.append(_row(r, index, handle, readings.PER_SAMPLE))
                 except r.lost as exc:
                     rows.append({"index": index, "lost": True, "error": str(exc)})
                     del handles[index]

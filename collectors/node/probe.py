@@ -1,9 +1,10 @@
 """gpudiag's node-side collector: runs ON the GPU node, standard library only, prints one JSON document.
 
-The controller sends this file over the SSH channel, bundled with its helpers (``gpudiag.collectors.bundle``), so
-nothing is installed on the node (alone, it runs as ``python3 - ARGS``). It does every piece of collection
-in one process, one round trip:
+The controller sends this file over the SSH channel, bundled with its helpers (``gpudiag.collectors.bundle``:
+the table of readings, the NVML reader, ...), so nothing is installed on the node. It does every piece of
+collection in one process, one round trip:
 
+* the readings of the table (``readings.py``) through NVML where the bundled binding loads, else nvidia-smi;
 * which ``--query-gpu`` fields this driver knows (``nvidia-smi --help-query-gpu``): old drivers reject
   ``compute_cap`` and spell the clock reasons ``clocks_throttle_reasons.*``;
 * several samples of those fields over a window (default 5 over ~2 s), every sample kept raw;
@@ -11,7 +12,7 @@ in one process, one round trip:
 * nvidia-smi's failures (not installed, exit 9 driver not loaded, exit 6 no devices, a lost GPU) as data.
 
 The document carries raw text; the controller parses it (``agent/parse.py``), so the parser can be unit
-tested on recorded output and this script stays small. Schema: ``gpudiag.probe/1``.
+tested on recorded output and this script stays small. Schema: ``gpudiag.probe/2``.
 """
 
 # Only what every run needs is imported here (argparse and ctypes are imported where used): the collector
@@ -19,70 +20,26 @@ tested on recorded output and this script stays small. Schema: ``gpudiag.probe/1
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 
-SCHEMA = "gpudiag.probe/1"
+SCHEMA = "gpudiag.probe/2"  # 2: NVML rows keyed by the readings' names (readings.py)
 
-# Logical reading -> the --query-gpu names that mean it, newest spelling first.
-# https://docs.nvidia.com/deploy/nvidia-smi/ ("clocks_throttle_reasons" was renamed "clocks_event_reasons").
-FIELDS = (
-    ("index", ("index",)),
-    ("name", ("name",)),
-    ("uuid", ("uuid",)),
-    ("pci_bus_id", ("pci.bus_id",)),
-    ("driver_version", ("driver_version",)),
-    ("compute_cap", ("compute_cap",)),
-    ("utilization_gpu", ("utilization.gpu",)),
-    ("utilization_memory", ("utilization.memory",)),
-    ("power_draw", ("power.draw",)),
-    ("enforced_power_limit", ("enforced.power.limit", "power.limit")),
-    ("default_power_limit", ("power.default_limit",)),
-    ("sm_clock", ("clocks.sm", "clocks.current.sm")),
-    ("max_sm_clock", ("clocks.max.sm",)),
-    ("clock_event_reasons", ("clocks_event_reasons.active", "clocks_throttle_reasons.active")),
-    ("temperature", ("temperature.gpu",)),
-    ("pstate", ("pstate",)),
-    ("pcie_gen", ("pcie.link.gen.current", "pcie.link.gen.gpucurrent")),
-    ("pcie_gen_max", ("pcie.link.gen.max",)),
-    ("pcie_width", ("pcie.link.width.current",)),
-    ("pcie_width_max", ("pcie.link.width.max",)),
-    ("ecc_uncorrected", ("ecc.errors.uncorrected.volatile.total",)),
-    ("memory_used", ("memory.used",)),
-    ("memory_total", ("memory.total",)),
-)
+try:  # the table of readings (readings.py), and running a command: helpers that travel in the bundle
+    import gpudiag_proc as proc
+    import gpudiag_readings as readings
+except ImportError:  # imported from the installed package (tests, gpudiag local)
+    from . import proc, readings
+
+# Reading name -> the --query-gpu names that mean it, newest spelling first (from the table of readings).
+FIELDS = readings.smi_fields()
 
 # Where nvidia-smi lives when a non-interactive SSH session's PATH is minimal.
 EXTRA_SMI_DIRS = ("/usr/bin", "/usr/local/bin", "/usr/local/nvidia/bin", "/usr/lib/wsl/lib", "/opt/nvidia/bin")
 
-MAX_TEXT = 64 * 1024  # bound every captured stream: a runaway nvidia-smi must not flood the channel
-
-
-def _run(argv, timeout_s):
-    """Run argv; return (exit code, stdout, stderr) as text. Exit 127 when it cannot start."""
-    try:
-        done = subprocess.run(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            timeout=timeout_s,
-            env=dict(os.environ, LC_ALL="C"),
-        )
-    except FileNotFoundError as exc:
-        return 127, "", str(exc)
-    except subprocess.TimeoutExpired:
-        return 124, "", "timed out after %.0f s" % timeout_s
-    except OSError as exc:
-        return 126, "", str(exc)
-    out = done.stdout[:MAX_TEXT].decode("utf-8", "replace")
-    err = done.stderr[:MAX_TEXT].decode("utf-8", "replace")
-    return done.returncode, out, err
-
 
 def find_nvidia_smi():
-    return find_tool("nvidia-smi", EXTRA_SMI_DIRS)
+    return proc.find_tool("nvidia-smi", EXTRA_SMI_DIRS)
 
 
 def known_fields(help_text):
@@ -139,7 +96,7 @@ def cuda_version(smi, driver_version, timeout_s):
     branch = (driver_version or "").split(".")[0]
     if branch.isdigit() and int(branch) in CUDA_BY_DRIVER_BRANCH:
         return CUDA_BY_DRIVER_BRANCH[int(branch)], "driver branch"
-    code, out, _ = _run([smi], timeout_s)
+    code, out, _ = proc.run([smi], timeout_s)
     match = re.search(r"CUDA Version:\s*([0-9.]+)", out)
     return (match.group(1), "nvidia-smi") if match else (None, None)
 
@@ -172,9 +129,9 @@ def collect(samples, interval_s, call_timeout_s, doc=None):
     # --help-query-gpu (old drivers lack compute_cap and spell the reasons clocks_throttle_reasons.*).
     chosen = [(logical, candidates[0]) for logical, candidates in FIELDS]
     query = _query(smi, chosen)
-    first = _run(query, call_timeout_s)
+    first = proc.run(query, call_timeout_s)
     if first[0] == 2 and "not a valid field" in first[1] + first[2]:
-        code, help_text, err = _run([smi, "--help-query-gpu"], call_timeout_s)
+        code, help_text, err = proc.run([smi, "--help-query-gpu"], call_timeout_s)
         doc["nvidia_smi"]["help_exit"] = code
         known = known_fields(help_text)
         if code != 0 or not known:
@@ -192,7 +149,7 @@ def collect(samples, interval_s, call_timeout_s, doc=None):
         if delay > 0:
             time.sleep(delay)
         t = time.monotonic() - start
-        code, out, err = first if (i == 0 and first is not None) else _run(query, call_timeout_s)
+        code, out, err = first if (i == 0 and first is not None) else proc.run(query, call_timeout_s)
         doc["samples"].append({"t_s": round(t, 3), "exit": code, "stdout": out, "stderr": err})
         if code in (6, 9, 12, 127):
             break  # no devices / no driver / no NVML: asking again says nothing new (nor would the header)
@@ -260,19 +217,9 @@ def collect_nvml(doc, samples, interval_s):
     return True
 
 
-def find_tool(name, extra_dirs=()):
-    """``name`` on PATH, else in ``extra_dirs`` (shutil.which without importing shutil), or None."""
-    folders = [f for f in os.environ.get("PATH", os.defpath).split(os.pathsep) if f]
-    for folder in folders + list(extra_dirs):
-        candidate = os.path.join(folder, name)
-        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
-            return candidate
-    return None
-
-
 def _start_dcgm(doc, samples, interval_s, timeout_s):
     """Read DCGM's profiling fields in a thread, over the same window as the GPU samples."""
-    if find_tool("dcgmi") is None:  # the common case: no module to load, no thread to start
+    if proc.find_tool("dcgmi") is None:  # the common case: no module to load, no thread to start
         doc["dcgm"] = {"available": False, "why": "dcgmi is not installed"}
         return None
     try:
@@ -337,8 +284,8 @@ def _rows_read(doc):
 def looks_starved(doc, busy_pct, low_power_pct):
     """Whether any sample of any GPU read busy (>= busy_pct) at a low share of its enforced power limit."""
     for row in _rows_read(doc):
-        util, power = _number(row.get("utilization_gpu")), _number(row.get("power_draw"))
-        limit = _number(row.get("enforced_power_limit"))
+        util, power = _number(row.get("utilization_pct")), _number(row.get("power_w"))
+        limit = _number(row.get("enforced_power_limit_w"))
         if util is not None and power is not None and limit and util >= busy_pct \
                 and 100.0 * power / limit <= low_power_pct:
             return True

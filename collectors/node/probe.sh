@@ -1,4 +1,4 @@
-# gpudiag's fallback collector for nodes without python3: POSIX sh, prints the same gpudiag.probe/1
+# gpudiag's fallback collector for nodes without python3: POSIX sh, prints the same gpudiag.probe/2
 # document as probe.py (collector "sh"). Run as: sh -c "$(this file)" gpudiag SAMPLES INTERVAL FIELD...
 # where each FIELD is "logical=name1|name2" (the controller passes probe.py's FIELDS table as quoted
 # arguments, so the table lives in one place and nothing is pasted into this script).
@@ -21,7 +21,7 @@ done
 
 host=$(hostname 2>/dev/null || uname -n)
 kernel=$(uname -r)
-printf '{"schema":"gpudiag.probe/1","collector":"sh","host":{"hostname":"%s","kernel":"%s"},' \
+printf '{"schema":"gpudiag.probe/2","collector":"sh","host":{"hostname":"%s","kernel":"%s"},' \
     "$(json_str "$host")" "$(json_str "$kernel")"
 
 smi=$(command -v nvidia-smi 2>/dev/null)

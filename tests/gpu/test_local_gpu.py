@@ -18,7 +18,7 @@ def test_local_reads_the_gpu_through_nvml() -> None:
     assert host["status"] == "ok" and host["node"]["source"] == "nvml"
     for gpu in host["gpus"]:
         assert gpu["name"].startswith("NVIDIA") and gpu["compute_capability"]
-        assert gpu["power_limit_w"] and gpu["power_limit_w"] > 50
+        assert gpu["enforced_power_limit_w"] and gpu["enforced_power_limit_w"] > 50
         assert gpu["energy_power_w"] is not None and len(gpu["samples"]) == 3
     assert not [f for f in host["findings"] if f["severity"] in ("unknown", "critical")]
 

@@ -16,15 +16,15 @@ from typing import Any
 
 import pynvml
 
-from gpudiag.parse import parse_probe
 from gpudiag.collectors.node import nvml as node_nvml
 from gpudiag.collectors.node import probe
+from gpudiag.parse import parse_probe
 
 SAMPLES, INTERVAL_S = 5, 0.4
 
 # field: (absolute tolerance, relative tolerance); a difference within either passes.
 TOLERANCE: dict[str, tuple[float, float]] = {
-    "power_limit_w": (0.5, 0.0), "default_power_limit_w": (0.5, 0.0), "max_sm_clock_mhz": (0.0, 0.0),
+    "enforced_power_limit_w": (0.5, 0.0), "default_power_limit_w": (0.5, 0.0), "max_sm_clock_mhz": (0.0, 0.0),
     "memory_total_mib": (0.0, 0.01), "pcie_gen_max": (0.0, 0.0), "pcie_width_max": (0.0, 0.0),
     "utilization_pct": (10.0, 0.0), "memory_utilization_pct": (10.0, 0.0), "power_w": (15.0, 0.10),
     "sm_clock_mhz": (0.0, 0.05), "temperature_c": (2.0, 0.0), "pcie_gen": (0.0, 0.0), "pcie_width": (0.0, 0.0),

@@ -27,5 +27,5 @@ def test_one_collector_reads_the_gpu_through_nvml_every_round() -> None:
         node = parse_probe(doc)
         assert node.source == "nvml" and node.cuda_version_from == "nvml" and node.gpus
         for gpu in node.gpus:
-            assert not gpu.lost and gpu.power_limit_w and gpu.power_w is not None and len(gpu.samples) == 2
+            assert not gpu.lost and gpu.enforced_power_limit_w and gpu.power_w is not None and len(gpu.samples) == 2
             assert gpu.energy_power_w is not None  # two samples: a window for the energy counter

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
 from loopback import (
     EXTRA_HEALTHY_HOSTS,
     NO_NVIDIA_SMI,

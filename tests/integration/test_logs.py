@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from gpudiag.checks import CheckSettings
+from gpudiag.collectors.node import context as node_context
 from gpudiag.logs import LogOptions
 from gpudiag.model import HostReport, HostStatus, Severity, SweepReport
 from gpudiag.parse_logs import parse_context
@@ -28,7 +29,6 @@ from gpudiag.report import render
 from gpudiag.runner import SweepOptions, sweep
 from gpudiag.simulate.demo_logs import sglang_glm5_lines
 from gpudiag.transport import SshOptions, SshTransport
-from gpudiag.collectors.node import context as node_context
 
 pytestmark = pytest.mark.integration
 

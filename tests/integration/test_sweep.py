@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from gpudiag.checks import CheckSettings
+from gpudiag.collectors.node import probe
 from gpudiag.model import Host, HostReport, HostStatus, Severity, SmiStatus, SweepReport
 from gpudiag.runner import SweepOptions, sweep
 from gpudiag.transport import SshOptions, SshTransport
-from gpudiag.collectors.node import probe
 
 pytestmark = pytest.mark.integration
 
@@ -77,7 +77,7 @@ def test_case_study_node_is_flagged_busy_low_power_on_every_gpu(scenario_sweep: 
     assert codes(host) == [("BUSY_LOW_POWER", i) for i in range(8)]
     for gpu, finding in zip(host.gpus, host.findings, strict=True):
         assert (gpu.compute_capability, gpu.sm, gpu.arch) == ("12.0", "SM120", "Blackwell (RTX)")
-        assert gpu.power_limit_w == 600.0 and gpu.utilization_pct == 100.0
+        assert gpu.enforced_power_limit_w == 600.0 and gpu.utilization_pct == 100.0
         assert 50.0 <= finding.evidence["power_pct_of_limit"] <= 60.0  # type: ignore[operator]
         assert finding.severity is Severity.WARNING
 
@@ -97,7 +97,7 @@ def test_idle_node_has_no_findings(scenario_sweep: dict[str, HostReport]) -> Non
 def test_reduced_power_limit(scenario_sweep: dict[str, HostReport]) -> None:
     host = scenario_sweep["power_reduced"]
     assert codes(host) == [("POWER_LIMIT_REDUCED", i) for i in range(8)]
-    assert host.findings[0].evidence["power_limit_w"] == 450.0
+    assert host.findings[0].evidence["enforced_power_limit_w"] == 450.0
 
 
 def test_driver_failure_is_a_finding_not_a_crash(scenario_sweep: dict[str, HostReport]) -> None:
@@ -133,7 +133,7 @@ def test_node_without_python_uses_the_shell_collector(scenario_sweep: dict[str, 
     host = scenario_sweep["no_python"]
     assert host.readings is not None and host.readings.source == "nvidia-smi (sh collector)"
     assert host.status is HostStatus.OK and host.findings == ()
-    assert len(host.gpus) == 8 and host.gpus[0].power_limit_w == 700.0 and len(host.gpus[0].samples) == 3
+    assert len(host.gpus) == 8 and host.gpus[0].enforced_power_limit_w == 700.0 and len(host.gpus[0].samples) == 3
     assert host.readings.cuda_version == "13.0"
 
 
@@ -286,13 +286,16 @@ def test_cli_json_from_an_inventory(sshd_cluster, tmp_path: Path) -> None:  # ty
     done = _cli("sweep", "-i", str(inventory), "--format", "json", "--samples", "2", "--interval", "0.1")
     assert done.returncode == 1, done.stderr
     doc = json.loads(done.stdout)
-    assert doc["schema"] == "gpudiag.sweep/1"
+    assert doc["schema"] == "gpudiag.sweep/2"
     assert [h["host"] for h in doc["hosts"]] == ["sick", "fine"]
     assert doc["summary"]["findings_by_code"] == {"BUSY_LOW_POWER": 8}
     assert doc["summary"]["exit_code"] == 1
     gpu = doc["hosts"][0]["gpus"][0]
-    assert (gpu["compute_capability"], gpu["sm"], gpu["power_limit_w"]) == ("12.0", "SM120", 600.0)
-    assert len(gpu["samples"]) == 2
+    assert (gpu["compute_capability"], gpu["sm"], gpu["enforced_power_limit_w"]) == ("12.0", "SM120", 600.0)
+    assert "samples" not in gpu and doc["hosts"][0]["node"]["sample_count"] == 2  # raw samples: on request
+    detailed = json.loads(_cli("sweep", "-i", str(inventory), "--limit", "sick", "--format", "json",
+                               "--samples", "2", "--interval", "0.1", "--samples-detail").stdout)
+    assert [len(g["samples"]) for g in detailed["hosts"][0]["gpus"]] == [2] * 8
 
     quiet = _cli("sweep", "-i", str(inventory), "--limit", "fine", "--quiet", "--samples", "1")
     assert (quiet.returncode, quiet.stdout) == (0, "")

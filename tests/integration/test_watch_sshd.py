@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from loopback import process_ended
 
 from gpudiag.model import RemoteResult
 from gpudiag.runner import SweepOptions, collector_command
-from loopback import process_ended
 from gpudiag.transport import CommandTimeout, SshOptions, SshTransport
 
 pytestmark = pytest.mark.integration

@@ -25,6 +25,7 @@ from gpudiag.model import (
     NodeReadings,
     Severity,
     SweepReport,
+    reasons_mask,
 )
 
 STARTED_AT = "2025-06-01T12:00:00Z"
@@ -75,11 +76,11 @@ def gpu(**overrides: Any) -> GpuReading:
         "utilization_pct": 100.0,
         "memory_utilization_pct": 45.0,
         "power_w": 650.0,
-        "power_limit_w": 700.0,
+        "enforced_power_limit_w": 700.0,
         "default_power_limit_w": 700.0,
         "sm_clock_mhz": 1980.0,
         "max_sm_clock_mhz": 1980.0,
-        "clock_event_reasons": (),
+        "clock_event_reasons_mask": 0,
         "temperature_c": 60.0,
         "pstate": "P0",
         "pcie_gen": 5,
@@ -92,8 +93,10 @@ def gpu(**overrides: Any) -> GpuReading:
         "lost": False,
         "samples": (),
     }
+    reasons = overrides.pop("clock_event_reasons", None)  # names, for readable tests: made the mask here
     values.update(overrides)
-    values["clock_event_reasons"] = tuple(values["clock_event_reasons"])
+    if reasons is not None:
+        values["clock_event_reasons_mask"] = reasons_mask(reasons)
     values["samples"] = tuple(values["samples"])
     return GpuReading(**values)
 
@@ -123,7 +126,7 @@ def finding(**overrides: Any) -> Finding:
         "host": "gpu01",
         "gpu": 0,
         "summary": "GPU 0 reads 100% utilization but draws 13% of its 700 W limit.",
-        "evidence": {"utilization_pct": 100.0, "power_w": 90.0, "power_limit_w": 700.0},
+        "evidence": {"utilization_pct": 100.0, "power_w": 90.0, "enforced_power_limit_w": 700.0},
     }
     values.update(overrides)
     return Finding(**values)

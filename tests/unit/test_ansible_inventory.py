@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag.ansible_inventory import expand_range
+from gpudiag.ansible_inventory import AnsibleInventoryError, expand_range
 from gpudiag.inventory import InventoryError, load_inventory
 from gpudiag.model import Host
 
@@ -77,7 +77,7 @@ def test_ranges(pattern: str, names: tuple[str, ...]) -> None:
     ("gpu[1:4:0]", "f:1: host range '[1:4:0]': the step must be a positive integer"),
 ])
 def test_bad_ranges(pattern: str, message: str) -> None:
-    with pytest.raises(InventoryError) as excinfo:
+    with pytest.raises(AnsibleInventoryError) as excinfo:  # load_inventory raises it as an InventoryError
         expand_range(pattern, "f:1")
     assert str(excinfo.value) == message
 

@@ -22,7 +22,7 @@ S = CheckSettings()
 CASE_STUDY: dict[str, Any] = {
     "name": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "compute_capability": "12.0", "sm": "SM120",
     "arch": "Blackwell (RTX)", "utilization_pct": 100.0, "memory_utilization_pct": 25.0, "power_w": 330.0,
-    "power_limit_w": 600.0, "default_power_limit_w": 600.0, "sm_clock_mhz": 2400.0, "max_sm_clock_mhz": 2430.0}
+    "enforced_power_limit_w": 600.0, "default_power_limit_w": 600.0, "sm_clock_mhz": 2400.0, "max_sm_clock_mhz": 2430.0}
 
 
 def codes(findings: tuple[Finding, ...]) -> list[str]:
@@ -37,7 +37,7 @@ def test_case_study_gpu_is_flagged_with_full_evidence() -> None:
                 "SM clock 2400 of 2430 MHz: a kernel is always resident but few SMs do work - launch-bound, "
                 "latency-bound, or waiting on communication",
         evidence={"utilization_pct": 100.0, "memory_utilization_pct": 25.0, "power_w": 330.0,
-                  "power_limit_w": 600.0, "power_pct_of_limit": 55.0,
+                  "enforced_power_limit_w": 600.0, "power_pct_of_limit": 55.0,
                   "power_source": "median of 5 power.draw samples", "sm_clock_mhz": 2400.0,
                   "max_sm_clock_mhz": 2430.0, "samples": 5, "busy_utilization_pct": 90.0,
                   "low_power_pct": 60.0, "sm_activity": "not available (no DCGM profiling on this node)"}),)
@@ -56,11 +56,11 @@ def test_case_study_gpu_is_flagged_with_full_evidence() -> None:
     ("power brake explains it", {"clock_event_reasons": ("hw_power_brake_slowdown",)}, False),
     ("sw power cap does not explain low power", {"clock_event_reasons": ("sw_power_cap",)}, True),
     ("power not reported: not applicable", {"power_w": None}, False),
-    ("limit not reported: not applicable", {"power_limit_w": None}, False),
+    ("limit not reported: not applicable", {"enforced_power_limit_w": None}, False),
     ("memory util not reported: still flagged", {"memory_utilization_pct": None}, True),
-    ("judged against the ENFORCED limit, not the default", {"power_limit_w": 450.0, "default_power_limit_w": 600.0,
-                                                                "power_w": 330.0}, False),
-    ("reduced limit, still starved", {"power_limit_w": 450.0, "power_w": 200.0}, True),
+    ("judged against the ENFORCED limit, not the default", {"enforced_power_limit_w": 450.0,
+                                                            "default_power_limit_w": 600.0, "power_w": 330.0}, False),
+    ("reduced limit, still starved", {"enforced_power_limit_w": 450.0, "power_w": 200.0}, True),
 ])
 def test_busy_low_power_verdicts(why: str, overrides: dict[str, Any], flagged: bool) -> None:
     g = gpu(**{**CASE_STUDY, **overrides})
@@ -85,10 +85,10 @@ def test_bad_settings_are_one_line_errors(overrides: dict[str, object], problem:
 
 
 def test_power_limit_reduced() -> None:
-    (f,) = power_limit_reduced("h", gpu(power_limit_w=450.0, default_power_limit_w=700.0), S)
+    (f,) = power_limit_reduced("h", gpu(enforced_power_limit_w=450.0, default_power_limit_w=700.0), S)
     assert f.code == "POWER_LIMIT_REDUCED" and f.severity is Severity.WARNING
-    assert f.evidence == {"power_limit_w": 450.0, "default_power_limit_w": 700.0, "pct_of_default": 64.3}
-    assert power_limit_reduced("h", gpu(power_limit_w=699.5, default_power_limit_w=700.0), S) == ()
+    assert f.evidence == {"enforced_power_limit_w": 450.0, "default_power_limit_w": 700.0, "pct_of_default": 64.3}
+    assert power_limit_reduced("h", gpu(enforced_power_limit_w=699.5, default_power_limit_w=700.0), S) == ()
     assert power_limit_reduced("h", gpu(default_power_limit_w=None), S) == ()
 
 
@@ -173,3 +173,23 @@ def test_dcgm_profiling_joins_the_evidence_when_there_is_some() -> None:
     assert (f.evidence["sm_active_pct"], f.evidence["dram_active_pct"]) == (4.0, 7.0)
     assert "sm_activity" not in f.evidence
     assert f.summary.endswith("; DCGM: 4% of SM time active")
+
+
+@pytest.mark.parametrize("check, reading", [
+    (busy_low_power, "utilization_pct"),
+    (power_limit_reduced, "default_power_limit_w"),
+    (thermal_slowdown, "clock_event_reasons_mask"),
+])
+def test_a_failed_reading_makes_its_check_say_unknown(check: Any, reading: str) -> None:
+    """nvidia-smi's [Unknown Error] (or NVMLError_Unknown) is a missing reading, not "not applicable"."""
+    g = gpu(**{**CASE_STUDY, reading: None}, failed_readings=((reading, "nvidia-smi: [Unknown Error]"),),
+            samples=[sample(clock_event_reasons_mask=None)] * 3)
+    (found,) = check("h", g, S)
+    assert found.severity is Severity.UNKNOWN and found.gpu == 0
+    assert found.summary.endswith(f"a reading it needs failed ({reading}: nvidia-smi: [Unknown Error])")
+    assert found.evidence == {"failed_readings": reading, "why": f"{reading}: nvidia-smi: [Unknown Error]"}
+
+
+def test_a_reading_the_gpu_cannot_give_stays_not_applicable() -> None:
+    g = gpu(**{**CASE_STUDY, "utilization_pct": None}, samples=[sample(clock_event_reasons_mask=None)] * 3)
+    assert busy_low_power("h", g, S) == () and thermal_slowdown("h", g, S) == ()

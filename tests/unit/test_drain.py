@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from gpudiag.drain import Action, ActionKind, DrainLevel, apply, drain_reason, plan_drain, plan_undrain
+from gpudiag.choices import DrainLevel
+from gpudiag.drain import Action, ActionKind, apply, drain_reason, plan_drain, plan_undrain
 from gpudiag.model import Finding, HostReport, HostStatus, Severity, SweepReport
 from gpudiag.slurm import CommandResult, SlurmNode
 
@@ -108,6 +109,7 @@ def test_apply_runs_argv_and_keeps_failures_as_data() -> None:
     assert ran == [planned[0].argv, planned[2].argv]
     assert [(a.done, a.error) for a in done] == [(True, None), (None, None),
                                                  (False, "slurm_update error: Invalid node name specified")]
-    assert [a.line for a in done] == ["done: resume gpu01 (cleared)", "leave  gpu03: drained by someone else: rma",
-                                      "FAILED: drain gpu09 (1 finding): slurm_update error: Invalid node name specified"]
+    assert [a.line for a in done] == [
+        "done: resume gpu01 (cleared)", "leave  gpu03: drained by someone else: rma",
+        "FAILED: drain gpu09 (1 finding): slurm_update error: Invalid node name specified"]
     assert planned[0].line == "would resume gpu01 (cleared)"

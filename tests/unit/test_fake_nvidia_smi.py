@@ -11,9 +11,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
-
 import make_base
+import pytest
 
 STUB = Path(__file__).resolve().parents[2] / "agent" / "simulate" / "fake_nvidia_smi"
 SCENARIOS = sorted(p.stem for p in (STUB.parent / "scenarios").glob("[!_]*.json"))

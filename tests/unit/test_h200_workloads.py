@@ -61,7 +61,7 @@ def test_spin_evidence_is_the_real_numbers() -> None:
     (finding,) = evaluate("h200", HostStatus.OK, None, node, CheckSettings())
     gpu = node.gpus[0]
     assert finding.evidence["utilization_pct"] == gpu.utilization_pct == 100.0
-    assert finding.evidence["power_limit_w"] == 700.0
+    assert finding.evidence["enforced_power_limit_w"] == 700.0
     assert finding.evidence["power_pct_of_limit"] < 25.0  # type: ignore[operator]
     assert gpu.sm_clock_mhz == 1980.0  # clocks at max: not a slowdown, the SMs are just idle
 
@@ -88,5 +88,5 @@ def test_recorded_parity_of_nvml_and_nvidia_smi(workload: str) -> None:
     doc = json.loads((DATA / "h200_580.159_parity" / f"{workload}.json").read_text())
     assert doc["problems"] == []
     diffs = {f["field"]: f["diff"] for f in doc["fields"] if f["diff"] is not None}
-    assert diffs["utilization_pct"] == 0.0 and diffs["power_limit_w"] == 0.0
+    assert diffs["utilization_pct"] == 0.0 and diffs["enforced_power_limit_w"] == 0.0
     assert abs(diffs["power_w"]) < 1.0

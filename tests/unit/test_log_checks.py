@@ -16,7 +16,8 @@ import pytest
 from builders import gpu, node, sample
 
 from gpudiag.checks import CheckSettings, evaluate
-from gpudiag.checks.logs import expert_parallel, with_context
+from gpudiag.checks.context import expert_parallel
+from gpudiag.collectors.node import logscan
 from gpudiag.logs import KERNEL, LogOptions, build_plans
 from gpudiag.logs.xid import describe, gpu_index, pci_key
 from gpudiag.model import (
@@ -34,14 +35,13 @@ from gpudiag.parse import parse_probe
 from gpudiag.parse_logs import parse_context, parse_log_scan, parse_topology
 from gpudiag.report.evidence import context_line, evidence_lines
 from gpudiag.simulate.demo_logs import SERVER_ARGS, sglang_glm5_lines, spare_kernel_lines
-from gpudiag.collectors.node import logscan
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200x2_580.159_context"
 S = CheckSettings()
 CASE_STUDY: dict[str, Any] = {
     "name": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "compute_capability": "12.0", "sm": "SM120",
     "arch": "Blackwell (RTX)", "utilization_pct": 100.0, "memory_utilization_pct": 25.0, "power_w": 330.0,
-    "power_limit_w": 600.0, "default_power_limit_w": 600.0, "sm_clock_mhz": 2400.0, "max_sm_clock_mhz": 2430.0}
+    "enforced_power_limit_w": 600.0, "default_power_limit_w": 600.0, "sm_clock_mhz": 2400.0, "max_sm_clock_mhz": 2430.0}
 
 
 def _pcie_vm_context(gpus: int = 8, virt: str | None = "kvm") -> NodeContext:
@@ -164,7 +164,7 @@ def test_no_context_leaves_busy_low_power_as_it_was() -> None:
     g = gpu(index=0, samples=[sample(power_w=330.0)] * 5, **CASE_STUDY)
     (plain,) = evaluate("h", HostStatus.OK, None, node([g]), S)
     bare = NodeContext(virtualization="none", topology_error="nvidia-smi topo -m: exit 2")
-    assert with_context([plain], node([g], context=bare)) == (plain,)
+    assert evaluate("h", HostStatus.OK, None, node([g], context=bare), S) == (plain,)
 
 
 def test_expert_parallel_from_vllm_facts(tmp_path: Path) -> None:
@@ -329,7 +329,7 @@ def test_topology_errors_are_said(raw: dict[str, Any], error: str) -> None:
 
 
 def test_context_and_logs_travel_through_parse_probe(tmp_path: Path) -> None:
-    doc = {"schema": "gpudiag.probe/1", "nvidia_smi": {"status": "skipped"},
+    doc = {"schema": "gpudiag.probe/2", "nvidia_smi": {"status": "skipped"},
            "context": {"virt": {"vm": "kvm", "container": "none"}, "dmi": {}, "hypervisor_flag": True},
            "logs": [{"path": "/x", "status": "missing", "error": "no such file"}]}
     readings = parse_probe(doc)

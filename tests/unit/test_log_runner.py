@@ -31,7 +31,7 @@ class RecordingTransport:
     async def run(self, host: Host, command: RemoteCommand) -> RemoteResult:
         self.connected = True
         self.commands[host.name] = command
-        return RemoteResult(exit_status=0, stdout=b'{"schema": "gpudiag.probe/1", "nvidia_smi": {}}', stderr=b"")
+        return RemoteResult(exit_status=0, stdout=b'{"schema": "gpudiag.probe/2", "nvidia_smi": {}}', stderr=b"")
 
     async def close(self) -> None:
         pass

@@ -196,7 +196,7 @@ def test_the_kernel_log_falls_back_from_a_blind_journal_to_dmesg(monkeypatch: py
                                                "the system.")
         return 0, b"[ 5000.000000] NVRM: Xid (PCI:0000:2b:00): 79, GPU has fallen off the bus.\n", ""
 
-    monkeypatch.setattr(ls.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(ls.proc, "find_tool", lambda name, extra_dirs=(): f"/usr/bin/{name}")
     monkeypatch.setattr(ls, "_run", run)
     out = ls.scan({"path": "@kernel", "signatures": [{"name": "xid", "regex": "Xid"}]}, now=time.time())
     assert [c[0] for c in calls] == ["/usr/bin/journalctl", "/usr/bin/dmesg"]
@@ -210,7 +210,7 @@ def test_a_kernel_log_nobody_may_read_is_unreadable(monkeypatch: pytest.MonkeyPa
             return 1, b"", "No journal files were found."
         return 1, b"", "dmesg: read kernel buffer failed: Operation not permitted"
 
-    monkeypatch.setattr(ls.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(ls.proc, "find_tool", lambda name, extra_dirs=(): f"/usr/bin/{name}")
     monkeypatch.setattr(ls, "_run", run)
     out = ls.scan({"path": "@kernel", "signatures": []})
     assert out["status"] == "unreadable"

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from gpudiag.checks import CheckSettings, evaluate
-from gpudiag.model import HostStatus
-from gpudiag.parse import parse_probe
 from gpudiag.collectors.bundle import bundle, nvml_binding
 from gpudiag.collectors.node.nvml import NvmlUnavailable, collect
+from gpudiag.model import HostStatus, Severity
+from gpudiag.parse import parse_probe
 
 
 class NVMLError(Exception):
@@ -40,15 +40,24 @@ class NVMLError_DriverNotLoaded(NVMLError):  # noqa: N801
     pass
 
 
+class NVMLError_Unknown(NVMLError):  # noqa: N801
+    pass
+
+
 def fake_pynvml(*, lost: tuple[int, ...] = (), unsupported: tuple[str, ...] = (), init_error: bool = False,
-                util: int = 100, power_mw: int = 118_000, count: int = 2) -> types.ModuleType:
-    """A stand-in for nvidia-ml-py: a 700 W H200 per index, the energy counter advancing with power."""
+                util: int = 100, power_mw: int = 118_000, count: int = 2, failing: tuple[str, ...] = (),
+                instant_mw: int = 121_500, instant_return: int = 0) -> types.ModuleType:
+    """A stand-in for nvidia-ml-py: a 700 W H200 per index, the energy counter advancing with power.
+    ``failing``: functions that raise NVMLError_Unknown (a failed read, not an unsupported one);
+    ``instant_return``: the nvmlReturn_t of the NVML_FI_DEV_POWER_INSTANT field value (3: NOT_SUPPORTED)."""
     nv = types.ModuleType("pynvml")
+    nv.NVMLError = NVMLError  # type: ignore[attr-defined]
+    nv.NVML_FI_DEV_POWER_INSTANT = 186  # type: ignore[attr-defined]
     nv.NVML_CLOCK_SM = 1  # type: ignore[attr-defined]
     nv.NVML_TEMPERATURE_GPU = 0  # type: ignore[attr-defined]
     nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1  # type: ignore[attr-defined]
     nv.NVML_VOLATILE_ECC = 0  # type: ignore[attr-defined]
-    for cls in (NVMLError_NotSupported, NVMLError_GpuIsLost, NVMLError_DriverNotLoaded):
+    for cls in (NVMLError_NotSupported, NVMLError_GpuIsLost, NVMLError_DriverNotLoaded, NVMLError_Unknown):
         setattr(nv, cls.__name__, cls)
     energy = {"mj": 1_000_000.0, "calls": 0}
 
@@ -61,6 +70,8 @@ def fake_pynvml(*, lost: tuple[int, ...] = (), unsupported: tuple[str, ...] = ()
         def call(*args: Any) -> Any:
             if name in unsupported:
                 raise NVMLError_NotSupported("Not Supported")
+            if name in failing:
+                raise NVMLError_Unknown("Unknown Error")
             if args:
                 handle_of(args[0])
             return value(*args) if callable(value) else value
@@ -101,11 +112,18 @@ def fake_pynvml(*, lost: tuple[int, ...] = (), unsupported: tuple[str, ...] = ()
     fn("nvmlDeviceGetCurrPcieLinkGeneration", 5)
     fn("nvmlDeviceGetCurrPcieLinkWidth", 16)
     fn("nvmlDeviceGetTotalEnergyConsumption", total_energy)
+
+    def field_values(h: Any, ids: list[int]) -> list[Any]:
+        # c_nvmlFieldValue_t: valueType 1 is NVML_VALUE_TYPE_UNSIGNED_INT (value.uiVal), in mW for power.
+        return [types.SimpleNamespace(fieldId=i, nvmlReturn=instant_return if i == 186 else 3, valueType=1,
+                                      value=types.SimpleNamespace(uiVal=instant_mw)) for i in ids]
+
+    fn("nvmlDeviceGetFieldValues", field_values)
     return nv
 
 
 def doc_from(nv: types.ModuleType, samples: int = 3) -> dict[str, Any]:
-    return {"schema": "gpudiag.probe/1", "collector": "python", "source": "nvml",
+    return {"schema": "gpudiag.probe/2", "collector": "python", "source": "nvml",
             "host": {"hostname": "h", "kernel": "k"}, "nvml": collect(nv, samples, 0.0), "problems": []}
 
 
@@ -115,18 +133,41 @@ def test_nvml_readings_have_the_same_names_and_units_as_nvidia_smi() -> None:
     g = node.gpus[1]
     assert (g.index, g.name, g.uuid, g.pci_bus_id) == (1, "NVIDIA H200", "GPU-fake-1", "00000000:07:00.0")
     assert (g.compute_capability, g.sm, g.arch) == ("9.0", "SM90", "Hopper")
-    assert (g.utilization_pct, g.power_w, g.power_limit_w, g.default_power_limit_w) == (100.0, 118.0, 700.0, 700.0)
+    assert (g.utilization_pct, g.power_w, g.enforced_power_limit_w, g.default_power_limit_w) == (
+        100.0, 118.0, 700.0, 700.0)
     assert (g.sm_clock_mhz, g.max_sm_clock_mhz, g.pstate, g.temperature_c) == (1980.0, 1980.0, "P0", 34.0)
     assert (g.pcie_gen, g.pcie_gen_max, g.pcie_width, g.pcie_width_max) == (5, 5, 16, 16)
     assert (g.memory_used_mib, g.memory_total_mib, g.ecc_uncorrected) == (529.0, 143771.0, 0)
     assert g.clock_event_reasons == () and len(g.samples) == 3
+    assert g.power_instant_w == 121.5 and g.failed_readings == ()
+
+
+def test_power_draw_instant_not_supported_is_not_applicable() -> None:
+    (g, _) = parse_probe(doc_from(fake_pynvml(instant_return=3))).gpus
+    assert g.power_instant_w is None and g.failed_readings == ()
+
+
+def test_an_unknown_nvml_error_is_a_failed_reading_and_busy_low_power_says_unknown() -> None:
+    """NVMLError_Unknown is not "not supported": the power reading is missing, so BUSY_LOW_POWER cannot be
+    judged for that GPU and says UNKNOWN (before, the GPU was quietly skipped)."""
+    nv = fake_pynvml(failing=("nvmlDeviceGetPowerUsage",), instant_return=3, count=1)
+    node = parse_probe(doc_from(nv, samples=1))
+    (g,) = node.gpus
+    assert g.power_w is None and g.failed_readings == (("power_w", "NVMLError_Unknown: Unknown Error"),)
+    (found,) = evaluate("h", HostStatus.OK, None, node, CheckSettings())
+    assert (found.code, found.severity, found.gpu) == ("BUSY_LOW_POWER", Severity.UNKNOWN, 0)
+    assert "power_w: NVMLError_Unknown: Unknown Error" in found.summary
+    # NotSupported stays "not applicable": no finding at all.
+    quiet = parse_probe(doc_from(fake_pynvml(unsupported=("nvmlDeviceGetPowerUsage",), instant_return=3,
+                                             count=1), samples=1))
+    assert quiet.gpus[0].failed_readings == () and evaluate("h", HostStatus.OK, None, quiet, CheckSettings()) == ()
 
 
 def test_energy_counter_gives_the_window_average() -> None:
     nvml = collect(fake_pynvml(count=1), 2, 0.0)
     (entry,) = nvml["energy"]
     assert entry["index"] == 0 and entry["energy_mj"] == 236_000.0 and entry["window_s"] >= 0.0
-    node = parse_probe({"schema": "gpudiag.probe/1", "source": "nvml", "nvml": {**nvml, "energy": [
+    node = parse_probe({"schema": "gpudiag.probe/2", "source": "nvml", "nvml": {**nvml, "energy": [
         {"index": 0, "window_s": 2.0, "energy_mj": 236_000.0}]}})
     assert node.gpus[0].energy_power_w == 118.0
 

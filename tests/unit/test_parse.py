@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag.model import GpuReading, SmiStatus
-from gpudiag.parse import ProbeFormatError, clean, decode_reasons, parse_probe, parse_probe_output
 from gpudiag.collectors.node.probe import choose_fields, known_fields
+from gpudiag.collectors.node.readings import BY_NAME
+from gpudiag.model import GpuReading, SmiStatus, decode_reasons
+from gpudiag.parse import ProbeFormatError, parse_probe, parse_probe_output, read_value
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200_580.159_fields"
 HELP = (DATA / "help-query-gpu.txt").read_text()
@@ -22,7 +23,7 @@ DRIVER_MSG = ("NVIDIA-SMI has failed because it couldn't communicate with the NV
 
 def doc(*samples: dict[str, object], fields: list[list[str]] = FIELDS, **extra: object) -> dict[str, object]:
     base: dict[str, object] = {
-        "schema": "gpudiag.probe/1", "collector": "python",
+        "schema": "gpudiag.probe/2", "collector": "python",
         "host": {"hostname": "h200-vm", "kernel": "6.8.0-51-generic"},
         "nvidia_smi": {"path": "/usr/bin/nvidia-smi", "help_exit": 0},
         "fields": fields, "samples": list(samples), "cuda_version": "13.0", "problems": [],
@@ -37,17 +38,18 @@ def sample(stdout: str, exit_code: int = 0, t_s: float = 0.0, stderr: str = "") 
 
 def test_field_choice_on_real_driver_580_prefers_new_names() -> None:
     names = dict(choose_fields(known_fields(HELP)))
-    assert names["clock_event_reasons"] == "clocks_event_reasons.active"
-    assert names["compute_cap"] == "compute_cap"
-    assert names["enforced_power_limit"] == "enforced.power.limit"
-    assert names["sm_clock"] == "clocks.sm"
+    assert names["clock_event_reasons_mask"] == "clocks_event_reasons.active"
+    assert names["compute_capability"] == "compute_cap"
+    assert names["enforced_power_limit_w"] == "enforced.power.limit"
+    assert names["sm_clock_mhz"] == "clocks.sm"
+    assert names["power_instant_w"] == "power.draw.instant"
 
 
 def test_field_choice_on_old_driver_falls_back_to_throttle_names_and_drops_compute_cap() -> None:
     old_help = '"index"\n\n"clocks_throttle_reasons.active"\n\n"power.limit"\n\n"clocks.current.sm" or "clocks.sm"\n'
     names = dict(choose_fields(known_fields(old_help)))
-    assert names == {"index": "index", "clock_event_reasons": "clocks_throttle_reasons.active",
-                     "enforced_power_limit": "power.limit", "sm_clock": "clocks.sm"}
+    assert names == {"index": "index", "clock_event_reasons_mask": "clocks_throttle_reasons.active",
+                     "enforced_power_limit_w": "power.limit", "sm_clock_mhz": "clocks.sm"}
 
 
 def test_real_h200_idle_capture_parses_to_exact_reading() -> None:
@@ -59,21 +61,54 @@ def test_real_h200_idle_capture_parses_to_exact_reading() -> None:
     assert g == GpuReading(
         index=0, name="NVIDIA H200", uuid="GPU-3b54600d-ebf7-4feb-27c3-203ad61f6e34",
         pci_bus_id="00000000:00:06.0", compute_capability="9.0", sm="SM90", arch="Hopper",
-        utilization_pct=0.0, memory_utilization_pct=0.0, power_w=79.32, power_limit_w=700.0,
-        default_power_limit_w=700.0, sm_clock_mhz=405.0, max_sm_clock_mhz=1980.0,
-        clock_event_reasons=("gpu_idle",), temperature_c=33.0, pstate="P0", pcie_gen=5, pcie_gen_max=5,
+        utilization_pct=0.0, memory_utilization_pct=0.0, power_w=79.32, power_instant_w=79.4,
+        enforced_power_limit_w=700.0, default_power_limit_w=700.0, sm_clock_mhz=405.0, max_sm_clock_mhz=1980.0,
+        clock_event_reasons_mask=0x1, temperature_c=33.0, pstate="P0", pcie_gen=5, pcie_gen_max=5,
         pcie_width=16, pcie_width_max=16, ecc_uncorrected=0, memory_used_mib=0.0, memory_total_mib=143771.0,
         lost=False, samples=g.samples)
     assert len(g.samples) == 2 and g.samples[1].t_s == 0.5 and g.samples[0].clock_event_reasons_mask == 1
+    assert g.clock_event_reasons == ("gpu_idle",) and g.samples[0].power_instant_w == 79.4
 
 
-@pytest.mark.parametrize("raw", ["[N/A]", "[Not Supported]", "[Unknown Error]", "[GPU is lost]", "", "  ",
+def test_power_draw_instant_is_read_beside_the_average_and_shown_in_the_json() -> None:
+    """power.draw.instant (one table entry) on the recorded H200 line: parsed, combined, in the JSON."""
+    from builders import host_report, sweep
+
+    from gpudiag.report.json_report import to_document
+
+    lines = [LINE.replace("79.32, 79.40", f"79.32, {p}") for p in ("79.40", "412.70", "80.10")]
+    (g,) = parse_probe(doc(*(sample(x + "\n", t_s=i * 0.5) for i, x in enumerate(lines)))).gpus
+    assert [s.power_instant_w for s in g.samples] == [79.4, 412.7, 80.1]
+    assert g.power_instant_w == 80.1 and g.power_w == 79.32  # medians: the spike shows in the samples
+    (gpu_doc,) = to_document(sweep(host_report("h200", gpus=[g])))["hosts"][0]["gpus"]
+    assert gpu_doc["power_instant_w"] == 80.1 and gpu_doc["power_w"] == 79.32
+
+
+@pytest.mark.parametrize("raw", ["[N/A]", "[Not Supported]", "[GPU is lost]", "", "  ",
                                  "N/A", "[Requested functionality has been deprecated]"])
 def test_no_value_spellings_are_none_never_zero(raw: str) -> None:
-    assert clean(raw) is None
+    assert read_value(BY_NAME["power_w"], raw) == (None, None)
     line = LINE.replace("79.32", raw)
     (g,) = parse_probe(doc(sample(line + "\n"))).gpus
-    assert g.power_w is None
+    assert g.power_w is None and g.failed_readings == ()
+
+
+@pytest.mark.parametrize("raw, why", [
+    ("[Unknown Error]", "nvidia-smi: [Unknown Error]"),
+    ("garbage", "not a number: 'garbage'"),
+    ("inf", "not a finite number: inf"),
+    ("1e400", "not a finite number: inf"),
+])
+def test_a_failed_read_is_missing_and_says_why(raw: str, why: str) -> None:
+    """An error is not "not applicable": the reading is None and listed as failed, so checks say UNKNOWN."""
+    (g,) = parse_probe(doc(sample(LINE.replace("79.32", raw) + "\n"))).gpus
+    assert g.power_w is None and g.failed_readings == (("power_w", why),)
+
+
+def test_one_failed_sample_among_good_ones_is_not_a_missing_reading() -> None:
+    lines = [LINE, LINE.replace("79.32", "[Unknown Error]"), LINE]
+    (g,) = parse_probe(doc(*(sample(x + "\n", t_s=i * 0.5) for i, x in enumerate(lines)))).gpus
+    assert g.power_w == 79.32 and g.failed_readings == ()
 
 
 def test_medians_over_samples() -> None:

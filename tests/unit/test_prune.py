@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag.collectors.bundle import NODE_DIR, nvml_binding, pynvml_source
+from gpudiag.collectors.bundle import NODE_DIR, NVML_READER_FILES, nvml_binding, pynvml_source
 from gpudiag.collectors.prune import names_used, prune
 
 
@@ -34,10 +34,11 @@ def full_and_cut() -> tuple[types.ModuleType, types.ModuleType, bytes]:
 def test_the_cut_has_everything_the_reader_asks_for(full_and_cut: tuple[types.ModuleType, types.ModuleType,
                                                                          bytes]) -> None:
     full, cut, _ = full_and_cut
-    asked = names_used((NODE_DIR / "nvml.py").read_text())
+    asked = set().union(*(names_used((NODE_DIR / name).read_text()) for name in NVML_READER_FILES))
     wanted = {name for name in asked if hasattr(full, name)}
     assert {"nvmlInit", "nvmlShutdown", "nvmlDeviceGetPowerUsage", "NVML_CLOCK_SM", "NVMLError_NotSupported",
-            "NVMLError_GpuIsLost", "nvmlDeviceGetTotalEnergyConsumption"} <= wanted
+            "NVMLError_GpuIsLost", "nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetFieldValues",
+            "NVML_FI_DEV_POWER_INSTANT"} <= wanted
     assert sorted(name for name in wanted if not hasattr(cut, name)) == []
     assert cut.NVML_CLOCK_SM == full.NVML_CLOCK_SM and issubclass(cut.NVMLError_NotSupported, cut.NVMLError)
 

@@ -1,7 +1,8 @@
-"""The JSON report: schema gpudiag.sweep/1, derived values, the summary block, and the round trip."""
+"""The JSON report: schema gpudiag.sweep/2, derived values, the summary block, and the round trip."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import fields
@@ -25,7 +26,7 @@ from gpudiag.model import (
     Severity,
     SmiStatus,
 )
-from gpudiag.report.json_report import from_document, power_pct_of_limit, render_json, to_document
+from gpudiag.report.json_report import from_document, render_json, to_document
 
 
 def _logs():
@@ -56,13 +57,13 @@ def _report():
     busy = gpu(
         index=1,
         power_w=90.0,
-        clock_event_reasons=("SwPowerCap", "HwSlowdown"),
+        clock_event_reasons=("sw_power_cap", "hw_slowdown"),
         samples=[sample(t_s=0.0, power_w=88.0, clock_event_reasons_mask=0x4), sample(t_s=1.0, power_w=92.0)],
     )
     bad_finding = finding(
         host="gpu02",
         gpu=1,
-        evidence={"power_w": 90.0, "samples_w": (88.0, 92.0), "reasons": ("SwPowerCap",), "severity": None},
+        evidence={"power_w": 90.0, "samples_w": (88.0, 92.0), "reasons": ("sw_power_cap",), "severity": None},
     )
     partial = host_report(
         "gpu03",
@@ -92,14 +93,24 @@ def _report():
 def test_round_trip_through_json_text_gives_the_same_report():
     report = _report()
 
-    assert from_document(json.loads(render_json(report))) == report
+    assert from_document(json.loads(render_json(report, samples_detail=True))) == report
+
+
+def test_without_samples_detail_the_combined_readings_stay_and_the_samples_go():
+    report = _report()
+    doc = json.loads(render_json(report))
+    busy = doc["hosts"][1]["gpus"][1]
+
+    assert "samples" not in busy and busy["power_w"] == 90.0 and doc["hosts"][1]["node"]["sample_count"] == 5
+    back = from_document(doc)
+    assert back.hosts[1].gpus[1] == dataclasses.replace(report.hosts[1].gpus[1], samples=())
 
 
 def test_top_level_keys_in_schema_order():
     doc = to_document(_report())
 
     assert list(doc) == ["schema", "started_at", "duration_s", "hosts", "summary"]
-    assert doc["schema"] == SWEEP_SCHEMA == "gpudiag.sweep/1"
+    assert doc["schema"] == SWEEP_SCHEMA == "gpudiag.sweep/2"
 
 
 def test_host_node_gpu_sample_finding_keys():
@@ -107,32 +118,21 @@ def test_host_node_gpu_sample_finding_keys():
     host = doc["hosts"][1]
 
     assert list(host) == ["host", "address", "status", "error", "duration_s", "node", "gpus", "findings"]
-    assert list(host["node"]) == [
-        "hostname", "kernel", "driver_version", "cuda_version", "cuda_version_from", "source", "nvml_unavailable",
-        "dcgm_unavailable",
-        "smi_status",
-        "smi_message",
-        "smi_exit_code", "sample_count", "window_s", "output_truncated", "problems", "logs", "context",
-    ]  # fmt: skip
-    assert list(host["node"]["logs"][0]) == [
-        "path", "status", "error", "resolved", "source", "files", "bytes_scanned", "lines", "cut", "notes",
-        "matches", "facts",
-    ]  # fmt: skip
-    assert list(host["node"]["logs"][0]["matches"][0]) == [
-        "signature", "count", "older", "first", "last", "recent", "last_seq", "values", "key"]
-    assert list(host["node"]["logs"][0]["facts"][0]) == ["echo", "server", "count", "seq", "values"]
-    assert list(host["node"]["context"]) == [
-        "links", "interconnect", "topology_error", "virtualization", "container", "is_vm", "dmi_product_name",
-        "dmi_sys_vendor", "hypervisor_flag",
-    ]  # fmt: skip
-    assert list(host["gpus"][0]) == [
-        "index", "name", "uuid", "pci_bus_id", "compute_capability", "sm", "arch", "utilization_pct",
-        "memory_utilization_pct", "power_w", "energy_power_w", "power_limit_w", "power_pct_of_limit",
-        "default_power_limit_w",
-        "sm_clock_mhz", "max_sm_clock_mhz", "clock_event_reasons", "temperature_c", "pstate", "pcie_gen",
-        "pcie_gen_max", "pcie_width", "pcie_width_max", "ecc_uncorrected", "memory_used_mib", "memory_total_mib",
-        "lost", "sm_active_pct", "sm_occupancy_pct", "tensor_active_pct", "dram_active_pct", "samples",
-    ]  # fmt: skip
+    # Every field in declaration order (nothing listed by hand), then the derived values.
+    def names(cls, skip=()):
+        return [f.name for f in fields(cls) if f.name not in skip]
+
+    assert list(host["node"]) == names(NodeReadings, skip={"gpus"})
+    assert list(host["node"]["logs"][0]) == names(LogScan)
+    assert list(host["node"]["logs"][0]["matches"][0]) == names(LogMatch)
+    assert list(host["node"]["logs"][0]["facts"][0]) == names(ServerFacts)
+    assert list(host["node"]["context"]) == names(NodeContext) + ["interconnect", "is_vm"]
+    assert list(host["node"]["context"]["links"][0]) == names(GpuLink) + ["kind"]
+    assert list(host["gpus"][0]) == names(GpuReading, skip={"samples"}) + [
+        "power", "power_pct_of_limit", "clock_event_reasons"]
+    detailed = to_document(_report(), samples_detail=True)["hosts"][1]["gpus"][1]
+    assert list(detailed)[-4:] == ["samples", "power", "power_pct_of_limit", "clock_event_reasons"]
+    assert list(detailed["samples"][0]) == names(GpuSample)
     assert list(host["findings"][0]) == ["code", "severity", "host", "gpu", "summary", "evidence"]
 
 
@@ -147,8 +147,9 @@ def test_every_model_field_is_written():
     assert {f.name for f in fields(ServerFacts)} <= set(scan["facts"][0])
     assert {f.name for f in fields(NodeContext)} <= set(host["node"]["context"])
     assert {f.name for f in fields(GpuLink)} <= set(host["node"]["context"]["links"][0])
-    assert {f.name for f in fields(GpuReading)} <= set(host["gpus"][1])
-    assert [set(s) for s in host["gpus"][1]["samples"]] == [{f.name for f in fields(GpuSample)}] * 2
+    assert {f.name for f in fields(GpuReading)} - {"samples"} <= set(host["gpus"][1])
+    detailed = to_document(_report(), samples_detail=True)["hosts"][1]
+    assert [set(s) for s in detailed["gpus"][1]["samples"]] == [{f.name for f in fields(GpuSample)}] * 2
 
 
 def test_values_are_written_as_json_values():
@@ -156,9 +157,10 @@ def test_values_are_written_as_json_values():
     busy = doc["hosts"][1]["gpus"][1]
     partial = doc["hosts"][2]
 
-    assert busy["clock_event_reasons"] == ["SwPowerCap", "HwSlowdown"]
-    assert busy["samples"][0]["clock_event_reasons_mask"] == 4
+    assert busy["clock_event_reasons"] == ["sw_power_cap", "hw_slowdown"]
+    assert busy["clock_event_reasons_mask"] == 0x4 | 0x8
     assert busy["power_pct_of_limit"] == 12.9
+    assert busy["power"] == {"watts": 90.0, "source": "power_draw", "pct_of_limit": 12.9}
     assert doc["hosts"][1]["findings"][0]["severity"] == "critical"
     assert doc["hosts"][1]["findings"][0]["evidence"]["samples_w"] == [88.0, 92.0]
     assert partial["status"] == "partial"
@@ -190,7 +192,7 @@ def test_host_that_did_not_answer_has_null_node_and_no_gpus():
 
 
 @pytest.mark.parametrize(
-    ("power_w", "power_limit_w", "expected"),
+    ("power_w", "enforced_power_limit_w", "expected"),
     [
         (330.0, 600.0, 55.0),
         (100.0, 300.0, 33.3),
@@ -200,8 +202,11 @@ def test_host_that_did_not_answer_has_null_node_and_no_gpus():
         (330.0, 0.0, None),  # a limit of 0 is no limit to divide by
     ],
 )
-def test_power_pct_of_limit(power_w, power_limit_w, expected):
-    assert power_pct_of_limit(gpu(power_w=power_w, power_limit_w=power_limit_w)) == expected
+def test_power_pct_of_limit(power_w, enforced_power_limit_w, expected):
+    g = gpu(power_w=power_w, enforced_power_limit_w=enforced_power_limit_w)
+    (written,) = to_document(sweep(host_report("h", gpus=[g])))["hosts"][0]["gpus"]
+    assert written["power_pct_of_limit"] == expected
+    assert (written["power"] or {}).get("pct_of_limit") == expected
 
 
 def test_summary_counts():
@@ -244,15 +249,15 @@ def test_render_json_is_indented_and_stable():
     report = _report()
 
     assert render_json(report) == render_json(report)
-    assert render_json(report).startswith('{\n  "schema": "gpudiag.sweep/1",\n  "started_at"')
+    assert render_json(report).startswith('{\n  "schema": "gpudiag.sweep/2",\n  "started_at"')
 
 
-@pytest.mark.parametrize("schema", ["gpudiag.sweep/2", "gpudiag.probe/1", None])
+@pytest.mark.parametrize("schema", ["gpudiag.sweep/3", "gpudiag.probe/1", None])
 def test_from_document_refuses_another_schema(schema):
     doc = to_document(_report())
     doc["schema"] = schema
 
-    with pytest.raises(ValueError, match="not a gpudiag.sweep/1 document") as info:
+    with pytest.raises(ValueError, match="not a gpudiag.sweep/2 document") as info:
         from_document(doc)
     assert "\n" not in str(info.value)
 
@@ -263,7 +268,7 @@ def test_from_document_refuses_another_schema(schema):
         (lambda doc: doc.pop("hosts"), "missing key 'hosts'"),
         (lambda doc: doc["hosts"][0].update(status="asleep"), "'asleep' is not a valid HostStatus"),
         (lambda doc: doc["hosts"][1]["findings"][0].update(severity="dire"), "unknown severity 'dire'"),
-        (lambda doc: doc["hosts"][0]["gpus"][0].update(index=None), "int()"),
+        (lambda doc: doc["hosts"][0]["gpus"][0].update(index=None), "a required value is null"),
         (lambda doc: doc["hosts"][0].update(node=None), "lists GPUs but has no node object"),
     ],
 )
@@ -271,15 +276,37 @@ def test_from_document_refuses_a_malformed_document_in_one_line(damage, message)
     doc = json.loads(render_json(_report()))
     damage(doc)
 
-    with pytest.raises(ValueError, match="malformed gpudiag.sweep/1 document") as info:
+    with pytest.raises(ValueError, match="malformed gpudiag.sweep/2 document") as info:
         from_document(doc)
     assert message in str(info.value)
     assert "\n" not in str(info.value)
 
 
 def test_from_document_ignores_derived_values():
-    doc = to_document(_report())
+    doc = to_document(_report(), samples_detail=True)
     doc["hosts"][1]["gpus"][1]["power_pct_of_limit"] = 99.0
     doc["summary"] = {"exit_code": 0}
 
     assert from_document(doc) == _report()
+
+
+def test_a_schema_1_document_is_read_as_schema_2():
+    """Shards written before schema 2 still merge: power_limit_w and reason names are read as today's."""
+    doc = to_document(_report(), samples_detail=True)
+    doc["schema"] = "gpudiag.sweep/1"
+    busy = doc["hosts"][1]["gpus"][1]
+    busy["power_limit_w"] = busy.pop("enforced_power_limit_w")
+    del busy["clock_event_reasons_mask"]  # schema 1 had only the names
+
+    assert from_document(doc) == _report()
+
+
+def test_scheduler_state_is_written_only_when_a_scheduler_gave_the_hosts():
+    plain_report = _report()
+    assert all("scheduler_state" not in h for h in to_document(plain_report)["hosts"])
+    drained = dataclasses.replace(plain_report.hosts[1], scheduler_state="drained", scheduler_reason="rma: fan")
+    report = dataclasses.replace(plain_report, hosts=(plain_report.hosts[0], drained, *plain_report.hosts[2:]))
+    host = to_document(report)["hosts"][1]
+    assert list(host)[:6] == ["host", "address", "status", "error", "scheduler_state", "scheduler_reason"]
+    assert (host["scheduler_state"], host["scheduler_reason"]) == ("drained", "rma: fan")
+    assert from_document(json.loads(render_json(report, samples_detail=True))) == report

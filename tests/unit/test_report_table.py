@@ -37,7 +37,7 @@ RTX_PRO = {
     "sm": "SM120",
     "arch": "Blackwell (RTX)",
     "power_w": 330.0,
-    "power_limit_w": 600.0,
+    "enforced_power_limit_w": 600.0,
     "default_power_limit_w": 600.0,
     "sm_clock_mhz": 2400.0,
     "max_sm_clock_mhz": 2430.0,
@@ -51,7 +51,7 @@ def _basic_report():
     slow = gpu(
         index=1,
         **{**RTX_PRO, "power_w": 60.0, "pcie_gen": 3, "pcie_width": 8},
-        clock_event_reasons=("SwPowerCap", "HwSlowdown"),
+        clock_event_reasons=("sw_power_cap", "hw_slowdown"),
     )
     return sweep(
         host_report("gpu01", gpus=healthy),
@@ -144,7 +144,7 @@ def test_identical_hosts_fold_into_one_row():
         (host_report("b", gpus=[gpu(power_w=650.4)]), True),
         (host_report("b", gpus=[gpu(uuid="GPU-other", pci_bus_id="00000000:99:00.0")]), True),
         (host_report("b", gpus=[gpu(temperature_c=61.0)]), False),
-        (host_report("b", gpus=[gpu(clock_event_reasons=("SwPowerCap",))]), False),
+        (host_report("b", gpus=[gpu(clock_event_reasons=("sw_power_cap",))]), False),
         (host_report("b", gpus=[gpu(), gpu(index=1)]), False),
         (host_report("b", findings=[finding(host="b", code="PCIE_DOWNGRADED")]), False),
         (host_report("b", findings=[finding(host="b", severity=Severity.WARNING)]), False),
@@ -205,10 +205,34 @@ def test_cluster_summary_lists_non_zero_counts_and_the_exit_code():
     assert summary == [
         "  hosts     6: 5 ok, 1 unreachable",
         "  GPUs      9: 1 SM90, 8 SM120",
+        "  power     shown as power.draw median (9 GPUs)",
         "  findings  3: 1 BUSY_LOW_POWER, 1 HOST_UNREACHABLE, 1 PCIE_DOWNGRADED",
         "  sweep     started 2025-06-01T12:00:00Z, took 6.5 s",
         "exit 2: critical findings",
     ]
+
+
+def test_one_power_figure_in_the_table_the_json_and_the_finding():
+    """power.draw median 500 W, energy counter 330 W, limit 600 W: every output shows 330 W (55%), the
+    energy counter's figure, and says so (the check, the JSON and the table once disagreed: 55% vs 83%)."""
+    from gpudiag.checks import CheckSettings, evaluate
+    from gpudiag.report.json_report import to_document
+
+    g = gpu(index=0, utilization_pct=100.0, memory_utilization_pct=10.0, power_w=500.0, energy_power_w=330.0,
+            enforced_power_limit_w=600.0, default_power_limit_w=600.0)
+    (found,) = evaluate("h", HostStatus.OK, None, node([g]), CheckSettings())
+    report = sweep(host_report("h", gpus=[g], findings=[found]))
+
+    assert (found.code, found.evidence["power_w"], found.evidence["power_pct_of_limit"]) == (
+        "BUSY_LOW_POWER", 330.0, 55.0)
+    assert "330 W of its 600 W enforced limit (55%)" in found.summary
+    assert found.evidence["power_source"] == "average over the window from NVML's total-energy counter"
+    (written,) = to_document(report)["hosts"][0]["gpus"]
+    assert written["power"] == {"watts": 330.0, "source": "energy_counter", "pct_of_limit": 55.0}
+    assert written["power_pct_of_limit"] == 55.0
+    text = render_table(report, width=160)
+    assert "330/600 W (55%)" in text and "83%" not in text
+    assert "  power     shown as energy-counter average (1 GPU)" in text.splitlines()
 
 
 def test_no_findings():
@@ -255,11 +279,11 @@ def test_short_name(name, expected):
 @pytest.mark.parametrize(
     ("overrides", "expected"),
     [
-        ({"power_w": 330.0, "power_limit_w": 600.0}, "330/600 W (55%)"),
-        ({"power_w": 59.6, "power_limit_w": 600.0}, "60/600 W (10%)"),
-        ({"power_w": None, "power_limit_w": 600.0}, "-/600 W"),
-        ({"power_w": 330.0, "power_limit_w": None}, "330 W"),
-        ({"power_w": None, "power_limit_w": None}, "-"),
+        ({"power_w": 330.0, "enforced_power_limit_w": 600.0}, "330/600 W (55%)"),
+        ({"power_w": 59.6, "enforced_power_limit_w": 600.0}, "60/600 W (10%)"),
+        ({"power_w": None, "enforced_power_limit_w": 600.0}, "-/600 W"),
+        ({"power_w": 330.0, "enforced_power_limit_w": None}, "330 W"),
+        ({"power_w": None, "enforced_power_limit_w": None}, "-"),
     ],
 )
 def test_power_cell(overrides, expected):
@@ -314,7 +338,7 @@ def test_render_dispatches_on_format(fmt):
     text = render(_basic_report(), fmt, width=120, color=False)
 
     if OutputFormat(fmt) is OutputFormat.JSON:
-        assert text.startswith('{\n  "schema": "gpudiag.sweep/1"')
+        assert text.startswith('{\n  "schema": "gpudiag.sweep/2"')
     else:
         assert text == render_table(_basic_report(), width=120)
 

@@ -38,8 +38,8 @@ def probe_output(power_w: float = 79.32, util: int = 0) -> bytes:
     from gpudiag.collectors.node.probe import choose_fields, known_fields
 
     fields = [[a, b] for a, b in choose_fields(known_fields((DATA / "help-query-gpu.txt").read_text()))]
-    line = LINE.replace(", 79.32,", f", {power_w},").replace(", 9.0, 0, 0,", f", 9.0, {util}, 10,")
-    doc = {"schema": "gpudiag.probe/1", "collector": "python", "host": {"hostname": "n", "kernel": "k"},
+    line = LINE.replace(", 79.32,", f", {power_w},").replace(", 143771, 0, 0,", f", 143771, {util}, 10,")
+    doc = {"schema": "gpudiag.probe/2", "collector": "python", "host": {"hostname": "n", "kernel": "k"},
            "nvidia_smi": {"path": "/usr/bin/nvidia-smi", "help_exit": 0}, "fields": fields,
            "samples": [{"t_s": 0.0, "exit": 0, "stdout": line + "\n", "stderr": ""}],
            "cuda_version": "13.0", "problems": []}
@@ -135,7 +135,7 @@ def test_the_command_quotes_everything_and_bounds_time() -> None:
     assert argv[7:10] == ["gpudiag", f"import sys;exec(compile(sys.stdin.buffer.read({len(call.stdin)}),"
                                      "'<gpudiag>','exec'))", ""]
     assert argv[11:13] == ["5", "0.5"]
-    assert "clock_event_reasons=clocks_event_reasons.active|clocks_throttle_reasons.active" in argv
+    assert "clock_event_reasons_mask=clocks_event_reasons.active|clocks_throttle_reasons.active" in argv
 
 
 def test_a_streaming_collector_bounds_its_own_rounds() -> None:

@@ -80,7 +80,7 @@ def test_bar(pct: float | None, text: str) -> None:
 def test_render_watch_shows_bars_and_changes() -> None:
     f = finding(host="gpu01", gpu=0, summary="reads 100% busy at 55%")
     report = sweep(host_report("gpu01", gpus=[gpu(index=0, utilization_pct=100.0, power_w=330.0,
-                                                  power_limit_w=600.0)], findings=[f]))
+                                                  enforced_power_limit_w=600.0)], findings=[f]))
     text = render_watch(2, 3, report, appeared=(f,), width=160)
     assert text.startswith("refresh 2/3 at ")
     assert "████████████ 100%" in text and "██████▌       55%" in text

@@ -1,0 +1,45 @@
+"""Counting a sweep: hosts by status, GPUs by SM family, findings by code and severity. Pure; shared by
+every report format (the table's summary, the JSON's ``summary`` block)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from gpudiag.model import HostStatus, Severity, SweepReport
+
+UNKNOWN_SM = "unknown"  # the gpus_by_sm key for GPUs whose SM family was not reported
+
+
+# ---------------------------------------------------------------------------------------------- counts
+
+
+def _natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort "SM90" before "SM100": digit runs compare as numbers."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text) if part)
+
+
+def hosts_by_status(report: SweepReport) -> dict[str, int]:
+    """Every :class:`HostStatus` value (in declaration order, zeros included) → number of hosts."""
+    counts = Counter(h.status for h in report.hosts)
+    return {status.value: counts.get(status, 0) for status in HostStatus}
+
+
+def gpus_by_sm(report: SweepReport) -> dict[str, int]:
+    """SM family ("SM90") → number of GPUs, families in numeric order, ``"unknown"`` last."""
+    counts = Counter(g.sm or UNKNOWN_SM for h in report.hosts for g in h.gpus)
+    known = sorted((sm for sm in counts if sm != UNKNOWN_SM), key=_natural_key)
+    order = known + ([UNKNOWN_SM] if UNKNOWN_SM in counts else [])
+    return {sm: counts[sm] for sm in order}
+
+
+def findings_by_code(report: SweepReport) -> dict[str, int]:
+    """Finding code → count, codes in alphabetical order."""
+    counts = Counter(f.code for f in report.findings)
+    return {code: counts[code] for code in sorted(counts)}
+
+
+def findings_by_severity(report: SweepReport) -> dict[str, int]:
+    """Every severity label (ok, warning, critical, unknown; zeros included) → count."""
+    counts = Counter(f.severity for f in report.findings)
+    return {severity.label: counts.get(severity, 0) for severity in Severity}
