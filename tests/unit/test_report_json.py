@@ -299,3 +299,16 @@ def test_a_schema_1_document_is_read_as_schema_2():
     del busy["clock_event_reasons_mask"]  # schema 1 had only the names
 
     assert from_document(doc) == _report()
+
+
+def test_orjson_and_the_standard_library_write_the_same_text():
+    """With the fast extra the report's text must not change: orjson and json.dumps, byte for byte."""
+    orjson = pytest.importorskip("orjson")  # installed by the test extra: CI runs this
+    from gpudiag.report import json_report
+
+    doc = to_document(_report(), samples_detail=True)
+    doc["hosts"][0]["node"]["hostname"] = "gpu01 – ünïcode ✓"
+    standard = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False)
+    assert orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() == standard
+    assert json_report.dumps(doc) == standard
+    assert json_report.dumps({"big": 2**70}) == '{\n  "big": 1180591620717411303424\n}'
