@@ -293,12 +293,11 @@ def merge(
     raise typer.Exit(report.exit_code)
 
 
-# gpudiag signatures / gpudiag grep live in agent/cli_logs.py (this module would pass 400 lines), gpudiag
-# undrain in agent/cli_slurm.py; registered
-# here, after the commands above, so that --help lists the commands in this order.
+# gpudiag signatures / gpudiag grep live in agent/cli_logs.py and gpudiag undrain in agent/cli_slurm.py (this
+# module would pass 400 lines); registered here, after the commands above, so that --help lists them in order.
 app.command()(cli_logs.signatures)
 app.command()(cli_logs.grep)
-app.command()(cli_slurm.undrain)  # agent/cli_slurm.py: the Slurm flags of sweep, and gpudiag undrain
+app.command()(cli_slurm.undrain)
 
 
 def _click_classes(name: str) -> tuple[type[BaseException], ...]:

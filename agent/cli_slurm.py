@@ -14,7 +14,6 @@ stderr. In the table format they follow the report on stdout.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -130,9 +129,11 @@ def _print(report: SweepReport, request: SweepRequest, nodes: Mapping[str, Slurm
            actions: Sequence[Action]) -> None:
     lines = [a.line for a in actions]
     if request.output.format is OutputFormat.JSON:
-        document = json.loads(render_report(report, request.output))
+        from gpudiag.report.json_report import dumps, to_document
+
+        document = to_document(report, samples_detail=request.output.samples_detail)
         document["slurm"] = slurm_document(nodes, actions, request.drain_on, request.dry_run)
-        typer.echo(json.dumps(document, indent=2))
+        typer.echo(dumps(document))
         for line in lines:
             typer.echo(f"gpudiag: {line}", err=True)
         return
@@ -204,8 +205,10 @@ def undrain(
     except configuration_errors() as exc:
         raise fail(str(exc)) from None
     if fmt is OutputFormat.JSON:
-        typer.echo(json.dumps(slurm_document({n.name: n for n in ours}, actions, drain_on, dry_run)
-                              | {"hosts_swept": [h.host for h in report.hosts]}, indent=2))
+        from gpudiag.report.json_report import dumps
+
+        typer.echo(dumps(slurm_document({n.name: n for n in ours}, actions, drain_on, dry_run)
+                         | {"hosts_swept": [h.host for h in report.hosts]}))
     else:
         if not nodes:
             typer.echo("gpudiag: no drained Slurm nodes")

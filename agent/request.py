@@ -182,7 +182,7 @@ def select_hosts(selection: HostSelection) -> SelectedHosts:
     chosen = select([h for h in hosts if unique.get(h.name) is h], selection.limit, selection.exclude)
     nodes = None
     if selection.slurm is not None:
-        chosen, nodes = _slurm_hosts(selection, chosen)
+        chosen, nodes = _slurm_hosts(selection.slurm, selection, chosen)
     if selection.shard is not None:
         from gpudiag.shard import select_shard
 
@@ -192,15 +192,15 @@ def select_hosts(selection: HostSelection) -> SelectedHosts:
     return SelectedHosts(hosts=tuple(chosen), settings=settings, read_as=read_as, slurm_nodes=nodes)
 
 
-def _slurm_hosts(selection: HostSelection, known: Sequence[Host]) -> tuple[tuple[Host, ...], dict[str, SlurmNode]]:
-    """The nodes Slurm gives for ``selection.slurm`` as hosts (a ``known`` host of the same name is used as it
-    is), less ``--exclude``; and the nodes by name. Slurm saying no raises :class:`RequestError` (one line)."""
+def _slurm_hosts(wanted: SlurmSelection, selection: HostSelection,
+                 known: Sequence[Host]) -> tuple[tuple[Host, ...], dict[str, SlurmNode]]:
+    """The nodes Slurm gives for ``wanted`` as hosts (a ``known`` host of the same name is used as it is), less
+    ``--exclude``; and the nodes by name. Slurm saying no raises :class:`RequestError` (one line)."""
     from gpudiag.inventory import select
     from gpudiag.slurm import SlurmError, hosts_for, select_nodes
 
-    assert selection.slurm is not None
     try:
-        nodes = select_nodes(selection.slurm)
+        nodes = select_nodes(wanted)
     except SlurmError as exc:
         raise RequestError(str(exc)) from None
     if not nodes:
