@@ -100,22 +100,43 @@ def _number(value: object, where: str, key: str, limit: float) -> float:
 
 
 class Planner:
-    """Builds plans against one registry; user pack files are loaded once each."""
+    """Builds plans against one registry; user pack files are loaded once each.
+
+    The registry (the built-in packs, parsed from YAML: ~0.1 s) is loaded when a log first needs it, so a
+    sweep with no logs never pays for it; ``--pack`` files and ``--signature`` are checked at once, before
+    any connection."""
 
     def __init__(self, options: LogOptions) -> None:
         self.options = options
-        try:
-            self.registry = Registry.with_builtins(options.pack_files)
-        except PackError as exc:
-            raise LogConfigError(f"--pack {exc}") from exc
-        # What a log that names no packs gets: chosen now, so packs an inventory entry loads by path later
-        # apply only where they are named.
-        self.defaults = {kind: [p for p in self.registry.packs.values() if p.applies_to == kind]
-                         for kind in ("files", "kernel")}
+        self._registry: Registry | None = None
+        self._defaults: dict[str, list[Pack]] = {}
         self.loaded: dict[str, Pack] = {}
+        if options.pack_files or options.only_signature is not None:
+            self._load()
         if options.only_signature is not None and options.only_signature not in self.registry.signatures:
             known = ", ".join(sorted(self.registry.signatures))
             raise LogConfigError(f"--signature {options.only_signature}: no such signature (known: {known})")
+
+    def _load(self) -> Registry:
+        if self._registry is None:
+            try:
+                self._registry = Registry.with_builtins(self.options.pack_files)
+            except PackError as exc:
+                raise LogConfigError(f"--pack {exc}") from exc
+            # What a log that names no packs gets: chosen now, so packs an inventory entry loads by path later
+            # apply only where they are named.
+            self._defaults = {kind: [p for p in self._registry.packs.values() if p.applies_to == kind]
+                              for kind in ("files", "kernel")}
+        return self._registry
+
+    @property
+    def registry(self) -> Registry:
+        return self._load()
+
+    @property
+    def defaults(self) -> dict[str, list[Pack]]:
+        self._load()
+        return self._defaults
 
     def pack(self, name: str, where: str) -> Pack:
         if name in self.registry.packs:
