@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from gpudiag.logs.echo import facts_of
+from gpudiag.logs.echo import ECHO_CHARS, facts_of
 from gpudiag.logs.plan import LogPlan
 from gpudiag.model import GpuLink, LogLine, LogMatch, LogScan, LogStatus, NodeContext, ServerFacts
 from gpudiag.untrusted import integer as _int
@@ -72,10 +72,12 @@ def _facts(name: str, raw: Mapping[str, Any], plan: LogPlan | None) -> ServerFac
         return None
     echo = plan.echo(name) if plan is not None else None
     text = _text(raw.get("text")) or ""
+    start = _int(raw.get("start"))
     values: tuple[tuple[str, Any], ...] = ()
-    if echo is not None:
-        m = re.search(echo.regex, text)
-        values = facts_of(echo.format, text, m.end() if m else 0, echo.facts, dict(echo.aliases))
+    # The node matched the echo's regex and says where the match ended: no pack regex runs here, on text a
+    # node sent (a slow regex would cost the controller, which has no deadline of its own for it).
+    if echo is not None and start is not None and 0 <= start <= min(len(text), ECHO_CHARS):
+        values = facts_of(echo.format, text, start, echo.facts, dict(echo.aliases))
     return ServerFacts(echo=name, server=echo.server if echo else None, count=count, seq=_int(raw.get("seq")),
                        values=values)
 

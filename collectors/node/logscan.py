@@ -115,9 +115,12 @@ class _Echo(object):
         self.count = 0
         self.seq = None
         self.text = None
+        self.start = None
 
     def result(self):
-        return {"count": self.count, "seq": self.seq, "text": self.text}
+        # "start": where the match ended in "text", so the controller reads the facts from there without
+        # running the regex again on text a node sent (a pack's regex may be slow; here it has a deadline).
+        return {"count": self.count, "seq": self.seq, "text": self.text, "start": self.start}
 
 
 def _cut(text, limit):
@@ -203,10 +206,12 @@ class _Scanner(object):
     def line(self, text):
         if self.echoes and (self.echo_filter is None or self.echo_filter.search(text)):
             for echo in self.echoes:
-                if echo.regex.search(text):
+                match = echo.regex.search(text)
+                if match:
                     echo.count += 1
                     echo.seq = self.seq
                     echo.text = _cut(text, ECHO_CHARS)
+                    echo.start = match.end()
                     return  # configuration, not an event: no signature may count it
         if not self.signatures or (self.sig_filter is not None and not self.sig_filter.search(text)):
             return

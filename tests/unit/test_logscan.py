@@ -33,7 +33,8 @@ def test_a_config_echo_is_configuration_never_a_match(tmp_path: Path) -> None:
     assert out["status"] == "ok" and out["lines"] == 3
     match = out["matches"]["naive_autotune"]
     assert (match["count"], match["first"]["seq"], match["last_seq"]) == (1, 3, 3)  # not the server_args line
-    assert out["echoes"]["sglang_server_args"] == {"count": 1, "seq": 1, "text": SERVER_ARGS}
+    assert out["echoes"]["sglang_server_args"] == {"count": 1, "seq": 1, "text": SERVER_ARGS,
+                                                  "start": SERVER_ARGS.index("(") + 1}
 
 
 def test_first_last_and_recent_lines_are_bounded(tmp_path: Path) -> None:
