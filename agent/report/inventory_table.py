@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping, Sequence
 
+from gpudiag.report.terminal import safe_text
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -17,8 +18,8 @@ def _cell(value: object) -> Text:
     if value is None or value == () or value == []:
         return Text("-")
     if isinstance(value, (list, tuple)):
-        return Text(", ".join(str(v) for v in value))
-    return Text(str(value))  # Text, not str: "[...]" in a value is not rich markup
+        return safe_text(", ".join(str(v) for v in value))
+    return safe_text(str(value))  # Text, not str: "[...]" in a value is not rich markup
 
 
 def render_inventory(rows: Sequence[Mapping[str, object]], *, width: int = 160) -> str:
