@@ -157,7 +157,7 @@ def test_a_missing_log_a_directory_and_a_fifo_are_statuses(tmp_path: Path) -> No
     assert (ls.scan(source(tmp_path))["status"], ls.scan(source(tmp_path))["error"]) == ("unreadable", "is a directory")
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    assert ls.scan(source(fifo))["error"] == "not a regular file"  # and it did not block reading it
+    assert ls.scan(source(fifo))["error"] == "a FIFO, not a log file: reading it would block"  # it did not block
 
 
 def test_permission_denied_is_unreadable(tmp_path: Path) -> None:
