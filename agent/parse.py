@@ -26,11 +26,22 @@ from gpudiag.collectors.node.readings import BY_NAME, PER_SAMPLE, READINGS, Read
 from gpudiag.logs.plan import LogPlan
 from gpudiag.model import PROBE_SCHEMA, GpuReading, GpuSample, NodeReadings, SmiStatus
 from gpudiag.parse_logs import parse_context, parse_logs
-from gpudiag.untrusted import items, mapping, seconds, text
+from gpudiag.untrusted import MAX_INT, Claims, items, mapping, seconds, short, text
 
 
 class ProbeFormatError(ValueError):
     """The node's answer was not a gpudiag.probe/2 document."""
+
+
+# What one host may claim (issue 14): past these, the document is hostile or broken. The excess is cut and
+# becomes a problem of that host (PROBE_INCOMPLETE), so the controller's time and memory stay bounded.
+MAX_GPUS = 64  # distinct GPUs read per host
+MAX_GPU_INDEX = 1023  # nvidia-smi and NVML number a node's GPUs from 0
+MAX_SAMPLES = 600  # samples per GPU (the --samples bound)
+MAX_PROBLEMS = 16
+MAX_MESSAGES = 20
+MAX_LINES = 2 * MAX_GPUS + MAX_MESSAGES  # of one nvidia-smi answer: a row and a lost-GPU line per GPU, messages
+MAX_READING = 1e15  # no reading (W, MHz, MiB, %, count) is larger; the clock-reason mask is a 64-bit field
 
 
 # nvidia-smi's spellings of "this GPU cannot give this reading": not applicable, not a failure.
@@ -57,7 +68,7 @@ def read_value(reading: Reading, raw: object) -> tuple[Any, str | None]:
     if low.startswith("["):  # [Unknown Error] and nvidia-smi's other bracketed failures
         return None, f"nvidia-smi: {value[:80]}"
     if reading.kind in ("text", "pstate"):
-        return value, None
+        return short(value), None
     if reading.kind == "cc":
         cc = parse_compute_capability(value)
         return (f"{cc[0]}.{cc[1]}", None) if cc else (None, f"not a compute capability: {value[:40]!r}")
@@ -73,6 +84,8 @@ def read_value(reading: Reading, raw: object) -> tuple[Any, str | None]:
 def _number(reading: Reading, number: float) -> tuple[Any, str | None]:
     if isinstance(number, float) and not math.isfinite(number):
         return None, f"not a finite number: {number!r}"
+    if not -MAX_READING <= number <= (MAX_INT if reading.kind == "mask" else MAX_READING):
+        return None, "out of range" + (f": {number:.3g}" if abs(number) < 1e300 else "")
     if reading.kind in ("int", "mask"):
         try:
             return int(number), None
@@ -106,20 +119,28 @@ def load_document(stdout: bytes) -> dict[str, object]:
     start = raw.rfind("\n{") + 1 if not raw.startswith("{") else 0
     try:
         doc = json.loads(raw[start:])
-    except (json.JSONDecodeError, RecursionError) as exc:
-        why = f"{exc.msg} at char {exc.pos}" if isinstance(exc, json.JSONDecodeError) else "nested too deep"
+    except (ValueError, RecursionError) as exc:  # ValueError: also an int of more than 4,300 digits
+        why = (f"{exc.msg} at char {exc.pos}" if isinstance(exc, json.JSONDecodeError)
+               else "nested too deep" if isinstance(exc, RecursionError) else "a number too long")
         raise ProbeFormatError(f"the collector's output is not JSON ({why})") from exc
     if not isinstance(doc, dict) or doc.get("schema") != PROBE_SCHEMA:
         raise ProbeFormatError(f"the collector's output is not a {PROBE_SCHEMA} document")
     return doc
 
 
-def _rows(stdout: str, width: int) -> tuple[list[list[str]], list[str]]:
-    """Split one --query-gpu output into CSV rows of the right width and other (message) lines."""
+def _rows(stdout: str, width: int, claims: Claims) -> tuple[list[list[str]], list[str]]:
+    """Split one --query-gpu output into CSV rows of the right width and other (message) lines; at most
+    ``MAX_LINES`` lines are read (one row per GPU, a lost-GPU line per GPU, a few messages)."""
     rows: list[list[str]] = []
     messages: list[str] = []
-    for line in stdout.splitlines():
-        if not line.strip():
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    if len(lines) > MAX_LINES:
+        claims.over("lines", f"one nvidia-smi sample held {len(lines)} lines (GPU rows and messages); only "
+                             f"the first {MAX_LINES} are read")
+        del lines[MAX_LINES:]
+    for line in lines:
+        if width == 0:
+            messages.append(line.strip()[:500])
             continue
         try:
             cells = next(csv.reader([line], skipinitialspace=True))
@@ -191,6 +212,15 @@ def _smi_status(samples: Sequence[Mapping[str, object]], have_rows: bool) -> tup
 
 def _index(value: object) -> int | None:
     index, _ = read_value(BY_NAME["index"], value)
+    return index if isinstance(index, int) and 0 <= index <= MAX_GPU_INDEX else None
+
+
+def _claimed_index(value: object, claims: Claims) -> int | None:
+    """A GPU's index, or None; an index past the range a node can have is recorded in ``claims``."""
+    index, _ = read_value(BY_NAME["index"], value)
+    if isinstance(index, int) and index > MAX_GPU_INDEX:
+        claims.over("GPU index", f"the node listed GPU index {index}, past {MAX_GPU_INDEX}: that row is not read")
+        return None
     return index if isinstance(index, int) and index >= 0 else None
 
 
@@ -202,17 +232,26 @@ def parse_probe(doc: Mapping[str, Any], *, output_truncated: bool = False,
     is missing or of the wrong type reads as "not reported". ``log_plan`` (the host's) says how to read
     the configuration echoes its logs held (gpudiag/parse_logs.py).
     """
+    claims = Claims()
+    node = _parse_probe(doc, claims, output_truncated=output_truncated, log_plan=log_plan)
+    excess = claims.problems()
+    return dataclasses.replace(node, problems=node.problems + excess) if excess else node
+
+
+def _parse_probe(doc: Mapping[str, Any], claims: Claims, *, output_truncated: bool,
+                 log_plan: LogPlan | None) -> NodeReadings:
     host = mapping(doc.get("host"))
     smi = mapping(doc.get("nvidia_smi"))
-    problems = tuple(str(p)[:500] for p in items(doc.get("problems")))
-    source = f"nvidia-smi ({text(doc.get('collector')) or 'python'} collector)"
-    common: dict[str, Any] = {"hostname": text(host.get("hostname")), "kernel": text(host.get("kernel")),
+    problems = tuple(p[:500] for p in claims.cap([p for p in items(doc.get("problems")) if isinstance(p, str)],
+                                                  MAX_PROBLEMS, "problems"))
+    source = f"nvidia-smi ({short(doc.get('collector'), 40) or 'python'} collector)"
+    common: dict[str, Any] = {"hostname": short(host.get("hostname")), "kernel": short(host.get("kernel")),
                               "output_truncated": output_truncated, "problems": problems,
-                              "nvml_unavailable": text(doc.get("nvml_unavailable")),
-                              "logs": parse_logs(doc.get("logs"), log_plan),
+                              "nvml_unavailable": short(doc.get("nvml_unavailable"), 500),
+                              "logs": parse_logs(doc.get("logs"), log_plan, claims),
                               "context": parse_context(doc.get("context"))}
     if doc.get("source") == "nvml" and isinstance(doc.get("nvml"), dict):
-        return _parse_nvml(doc["nvml"], common)
+        return _parse_nvml(doc["nvml"], common, claims)
     if smi.get("status") == "skipped":  # a log search: the GPUs were not read on purpose
         return NodeReadings(source=source, smi_status=SmiStatus.SKIPPED, **common)
     if smi.get("status") == "missing" or not smi:
@@ -220,41 +259,48 @@ def parse_probe(doc: Mapping[str, Any], *, output_truncated: bool = False,
                             smi_message="nvidia-smi is not installed (not on PATH nor in the usual places)",
                             **common)
     # Each CSV column is the reading its --query-gpu name means (the table knows every spelling).
-    columns = [_SMI_FIELDS.get(str(f[1]), str(f[0])) for f in items(doc.get("fields"))
-               if isinstance(f, list) and len(f) == 2]
-    raw_samples = [s for s in items(doc.get("samples")) if isinstance(s, dict)]
+    columns = [str(_SMI_FIELDS.get(f[1], f[0])) for f in items(doc.get("fields"))[:len(_SMI_FIELDS) + len(READINGS)]
+               if isinstance(f, list) and len(f) == 2 and all(isinstance(x, str) for x in f)]
+    raw_samples = claims.cap([s for s in items(doc.get("samples")) if isinstance(s, dict)], MAX_SAMPLES,
+                             "samples")
     per_gpu: dict[int, list[dict[str, object]]] = {}
     per_gpu_times: dict[int, list[float | None]] = {}
     lost_bus: dict[str, str] = {}
-    messages: list[str] = []
+    messages: dict[str, None] = {}  # in order, each once
+    claimed: set[int] = set()
     for raw in raw_samples:
-        rows, other = _rows(text(raw.get("stdout")) or "", len(columns))
+        rows, other = _rows(text(raw.get("stdout")) or "", len(columns), claims)
         t_s = seconds(raw.get("t_s"))
         for cells in rows:
             row: dict[str, object] = dict(zip(columns, cells, strict=True))
-            index = _index(row.get("index"))
-            if index is not None:
+            index = _claimed_index(row.get("index"), claims)
+            if index is None:
+                continue
+            claimed.add(index)
+            if index in per_gpu or len(per_gpu) < MAX_GPUS:
                 per_gpu.setdefault(index, []).append(row)
                 per_gpu_times.setdefault(index, []).append(t_s)
-        for line in other + (text(raw.get("stderr")) or "").splitlines():
-            match = _LOST_LINE.search(line)
-            if match:
-                lost_bus[match.group(1)] = match.group(2).strip()
-            elif line.strip() and line.strip() not in messages:
-                messages.append(line.strip())
+        for line in other + (text(raw.get("stderr")) or "").splitlines()[:MAX_MESSAGES]:
+            match = _LOST_LINE.search(line[:500])
+            if match and (match.group(1) in lost_bus or len(lost_bus) < MAX_GPUS):
+                lost_bus[match.group(1)[:40]] = match.group(2).strip()[:200]
+            elif line.strip() and len(messages) < MAX_MESSAGES:
+                messages.setdefault(line.strip()[:500])
+    if len(claimed) > MAX_GPUS:
+        claims.over("GPUs", f"the node listed {len(claimed)} GPUs; only {MAX_GPUS} are read")
     gpus = [_gpu(i, per_gpu[i], per_gpu_times[i]) for i in sorted(per_gpu)]
     gpus += _lost_gpus(list(lost_bus), per_gpu)
     gpus.sort(key=lambda g: g.index)
     status, code = _smi_status(raw_samples, bool(gpus))
-    driver = next((text(rows[-1].get("driver_version")) for rows in per_gpu.values()), None)
+    driver = next((short(rows[-1].get("driver_version")) for rows in per_gpu.values()), None)
     lost_text = [f"GPU {bus}: {why}" for bus, why in lost_bus.items()]
     return NodeReadings(
         source=source,
         driver_version=driver,
-        cuda_version=text(doc.get("cuda_version")),
-        cuda_version_from=text(doc.get("cuda_version_from")),
+        cuda_version=short(doc.get("cuda_version")),
+        cuda_version_from=short(doc.get("cuda_version_from")),
         smi_status=status,
-        smi_message="; ".join(lost_text + messages)[:500] or None,
+        smi_message="; ".join(lost_text + list(messages))[:500] or None,
         smi_exit_code=code,
         gpus=tuple(gpus),
         sample_count=len(raw_samples),
@@ -268,23 +314,25 @@ def _window(samples: Sequence[Mapping[str, Any]]) -> float | None:
     return max(times) - min(times) if len(times) > 1 else None
 
 
-def _parse_nvml(nvml: Mapping[str, Any], common: Mapping[str, Any]) -> NodeReadings:
+def _parse_nvml(nvml: Mapping[str, Any], common: Mapping[str, Any], claims: Claims) -> NodeReadings:
     """The NVML reader's part of the document (see collectors/node/nvml.py) → readings, same units."""
-    statics = {_index(g.get("index")): g for g in items(nvml.get("gpus")) if isinstance(g, dict)}
-    raw_samples = [s for s in items(nvml.get("samples")) if isinstance(s, dict)]
-    energy = {_index(e.get("index")): e for e in items(nvml.get("energy")) if isinstance(e, dict)}
+    gpu_list = claims.cap([g for g in items(nvml.get("gpus")) if isinstance(g, dict)], MAX_GPUS, "GPUs")
+    statics = {_claimed_index(g.get("index"), claims): g for g in gpu_list}
+    raw_samples = claims.cap([s for s in items(nvml.get("samples")) if isinstance(s, dict)], MAX_SAMPLES,
+                             "samples")
+    energy = {_index(e.get("index")): e for e in items(nvml.get("energy"))[:MAX_GPUS] if isinstance(e, dict)}
     rows: dict[int, list[dict[str, object]]] = {}
     times: dict[int, list[float | None]] = {}
-    lost: dict[int, str] = {i: str(g.get("error", ""))[:200] for i, g in statics.items()
+    lost: dict[int, str] = {i: short(g.get("error"), 200) or "" for i, g in statics.items()
                             if i is not None and g.get("lost")}
     for raw in raw_samples:
         t_s = seconds(raw.get("t_s"))
-        for row in (r for r in items(raw.get("rows")) if isinstance(r, dict)):
-            index = _index(row.get("index"))
-            if index is None:
+        for row in claims.cap([r for r in items(raw.get("rows")) if isinstance(r, dict)], MAX_GPUS, "GPU rows"):
+            index = _claimed_index(row.get("index"), claims)
+            if index is None or (index not in rows and index not in lost and len(rows) + len(lost) >= MAX_GPUS):
                 continue
             if row.get("lost"):
-                lost[index] = str(row.get("error", ""))[:200]
+                lost[index] = short(row.get("error"), 200) or ""
                 continue
             static = statics.get(index, {})
             errors = {**mapping(static.get("errors")), **mapping(row.get("errors"))}
@@ -299,12 +347,12 @@ def _parse_nvml(nvml: Mapping[str, Any], common: Mapping[str, Any]) -> NodeReadi
             gpus.append(_gpu(index, rows[index], times[index], energy_power_w=average))
         else:
             static = statics.get(index, {})
-            gpus.append(GpuReading(index=index, name=text(static.get("name")), uuid=text(static.get("uuid")),
-                                   pci_bus_id=text(static.get("pci_bus_id")), lost=True))
-    cuda = text(nvml.get("cuda_version"))
+            gpus.append(GpuReading(index=index, name=short(static.get("name")), uuid=short(static.get("uuid")),
+                                   pci_bus_id=short(static.get("pci_bus_id")), lost=True))
+    cuda = short(nvml.get("cuda_version"))
     return NodeReadings(
         source="nvml",
-        driver_version=text(nvml.get("driver_version")),
+        driver_version=short(nvml.get("driver_version")),
         cuda_version=cuda,
         cuda_version_from="nvml" if cuda else None,
         smi_status=SmiStatus.OK if gpus else SmiStatus.NO_DEVICES,

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 
 from gpudiag.model import FactValue
 
+ECHO_CHARS = 32 * 1024  # what the node keeps of an echo line (collectors/node/logscan.py); more is not read
 MAX_VALUE_CHARS = 2000  # longer values are kept as text, not evaluated
 TEXT_CHARS = 200  # a value kept as text is cut to this
 _OPEN = {"(": ")", "[": "]", "{": "}"}
@@ -175,7 +176,8 @@ def facts_of(fmt: str, text: str, start: int, keys: Iterable[str],
              aliases: Mapping[str, str] | None = None) -> tuple[tuple[str, FactValue], ...]:
     """The facts ``keys`` (in that order) of an echo line, reading from ``start`` (where its regex matched
     to); ``aliases`` name facts by another flag (``tp`` → ``tp_size``). Keys the line lacks are left out."""
-    parsed = PARSERS[fmt](text, start)
+    text = text[:ECHO_CHARS]  # bounded whatever a node sent: the parsers are linear, shlex is not
+    parsed = PARSERS[fmt](text, min(start, len(text)))
     for alias, fact in (aliases or {}).items():
         if alias in parsed and fact not in parsed:
             parsed[fact] = parsed[alias]

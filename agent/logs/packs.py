@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpudiag.logs.regex_lint import nested_quantifier
 from gpudiag.model import FactValue
 from gpudiag.yaml_file import YamlFileError, load, read_text
 
@@ -187,9 +188,14 @@ class _Checker:
         if not isinstance(value, str) or not value:
             raise self.fail(where, f"{key}: expected a regular expression (a string)")
         try:
-            return re.compile(value)
+            compiled = re.compile(value)
         except re.error as exc:
             raise self.fail(where, f"{key} does not compile: {exc}") from exc
+        why = nested_quantifier(value)
+        if why is not None:
+            shown = value if value.isprintable() else repr(value)
+            raise self.fail(where, f"{key} '{shown}' is refused: {why}")
+        return compiled
 
     def names(self, body: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
         value = body.get(key) or []

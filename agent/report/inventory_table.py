@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gpudiag.report.terminal import safe_text
+
 COLUMNS = ("name", "target", "user", "port", "identity_file", "known_hosts", "jump", "groups", "logs")
 
 
@@ -17,8 +19,8 @@ def _cell(value: object) -> Text:
     if value is None or value == () or value == []:
         return Text("-")
     if isinstance(value, (list, tuple)):
-        return Text(", ".join(str(v) for v in value))
-    return Text(str(value))  # Text, not str: "[...]" in a value is not rich markup
+        return safe_text(", ".join(str(v) for v in value))
+    return safe_text(str(value))  # Text, not str: "[...]" in a value is not rich markup
 
 
 def render_inventory(rows: Sequence[Mapping[str, object]], *, width: int = 160) -> str:

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from gpudiag.model import Finding, GpuReading, SweepReport
 from gpudiag.report.table import SEVERITY_TAGS, render_summary_line
+from gpudiag.report.terminal import safe_text
 
 BAR_CELLS = 12
 
@@ -43,7 +44,7 @@ def _change_line(sign: str, f: Finding) -> Text:
     line = f"{sign} {verb:<8} {f.code:<20} {where}: {f.summary}"
     if len(line) > CHANGE_LINE_MAX:  # a live view keeps each change to two screen lines; the report has it all
         line = line[:CHANGE_LINE_MAX - 1].rsplit(" ", 1)[0] + " …"
-    return Text(line, style=style if sign == "+" else "dim")
+    return safe_text(line, style=style if sign == "+" else "dim")
 
 
 def render_watch(refresh: int, count: int, report: SweepReport, *, appeared: tuple[Finding, ...] = (),
@@ -58,19 +59,19 @@ def render_watch(refresh: int, count: int, report: SweepReport, *, appeared: tup
         for f in host.findings:
             codes.setdefault(f.gpu, []).append(f.code)
         if not host.gpus:
-            table.add_row(Text(host.host), "-", "", "", "",
-                          Text(", ".join(codes.get(None, [])) + f" ({host.status.value})"))
+            table.add_row(safe_text(host.host), "-", "", "", "",
+                          safe_text(", ".join(codes.get(None, [])) + f" ({host.status.value})"))
             continue
         for gpu in host.gpus:
             clock = "-" if gpu.sm_clock_mhz is None else f"{gpu.sm_clock_mhz:.0f}"
-            table.add_row(Text(host.host), str(gpu.index), bar(gpu.utilization_pct), bar(_power_pct(gpu)), clock,
-                          Text(", ".join(codes.get(gpu.index, []) + codes.get(None, []) * (gpu.index == 0))))
+            table.add_row(safe_text(host.host), str(gpu.index), bar(gpu.utilization_pct), bar(_power_pct(gpu)), clock,
+                          safe_text(", ".join(codes.get(gpu.index, []) + codes.get(None, []) * (gpu.index == 0))))
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, force_terminal=color, no_color=not color,
                       color_system="standard" if color else None, highlight=False, _environ={})
     stamp = (now or datetime.now()).strftime("%H:%M:%S")
     of = f"/{count}" if count else ""
-    console.print(Text(f"refresh {refresh}{of} at {stamp}: {render_summary_line(report)}"))
+    console.print(safe_text(f"refresh {refresh}{of} at {stamp}: {render_summary_line(report)}"))
     console.print(table)
     for f in appeared:
         console.print(_change_line("+", f))
@@ -83,7 +84,7 @@ class LiveScreen:
     """Redraws the watch view in place on a terminal; leaves the last view on screen at exit."""
 
     def __init__(self) -> None:
-        self._live = Live(Text(""), auto_refresh=False, transient=False)
+        self._live = Live(safe_text(""), auto_refresh=False, transient=False)
 
     def __enter__(self) -> LiveScreen:
         self._live.__enter__()

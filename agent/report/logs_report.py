@@ -13,6 +13,7 @@ from typing import Any
 
 from gpudiag.logs.packs import Pack
 from gpudiag.model import HostReport, LogMatch, LogScan, LogStatus, SweepReport
+from gpudiag.report.terminal import safe_lines
 
 REGEX_CHARS = 70
 
@@ -112,7 +113,7 @@ def render_grep(report: SweepReport, signature: str) -> str:
     for text, names in groups.items():
         heading = f"{_label(names)} ({len(names)} host{'s' if len(names) != 1 else ''})"
         out += ["-" * len(heading), heading, "-" * len(heading), text]
-    return "\n".join(out)
+    return safe_lines("\n".join(out))  # log lines and errors come from the nodes
 
 
 def grep_exit_code(report: SweepReport, signature: str) -> int:

@@ -20,11 +20,11 @@ from rich.cells import cell_len
 from rich.console import Console, JustifyMethod, RenderableType
 from rich.padding import Padding
 from rich.table import Table
-from rich.text import Text
 
 from gpudiag.model import Finding, GpuReading, HostReport, Severity, SmiStatus, SweepReport, worst
 from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
 from gpudiag.report.evidence import evidence_lines
+from gpudiag.report.terminal import safe, safe_text
 
 K = TypeVar("K", bound=Hashable)
 
@@ -237,11 +237,11 @@ def _gpu_table(groups: Sequence[tuple[str, HostBlock]], width: int, color: bool)
     table.add_column("reasons", overflow="fold", min_width=8)
     for label, block in groups:
         for position, (cells, severity) in enumerate(block.rows):
-            gpu_index = Text(cells[0], style=SEVERITY_TAGS[severity][1] if color and severity else "")
+            gpu_index = safe_text(cells[0], style=SEVERITY_TAGS[severity][1] if color and severity else "")
             table.add_row(
-                Text(label if position == 0 else ""),
+                safe_text(label if position == 0 else ""),
                 gpu_index,
-                *(Text(c) for c in cells[1:]),
+                *(safe_text(c) for c in cells[1:]),
                 end_section=position == len(block.rows) - 1,
             )
     return table
@@ -255,7 +255,7 @@ def _no_gpu_table(groups: Sequence[tuple[str, HostBlock]], color: bool) -> Table
     table.add_column("error", overflow="fold")
     for label, block in groups:
         status_style = "bold red" if color and block.status != "ok" else ""
-        table.add_row(Text(label), Text(block.status, style=status_style), Text(block.message or ""))
+        table.add_row(safe_text(label), safe_text(block.status, style=status_style), safe_text(block.message or ""))
     return table
 
 
@@ -305,14 +305,14 @@ def _findings_section(report: SweepReport, color: bool) -> list[RenderableType]:
     items = [(h.host, (heading_note(h), _finding_lines(h), evidence_lines(h))) for h in report.hosts]
     groups = [(names, key) for names, key in group_identical(items) if key[0] or key[1]]
     if not groups:
-        return [Text("No findings.")]
+        return [safe_text("No findings.")]
     code_width = max((len(line[1]) for _, (_, lines, _) in groups for line in lines), default=4)
     gpu_width = max((len(line[2]) for _, (_, lines, _) in groups for line in lines), default=0)
-    out: list[RenderableType] = [Text("Findings", style="bold" if color else "")]
+    out: list[RenderableType] = [safe_text("Findings", style="bold" if color else "")]
     for names, (note, lines, extra) in groups:
-        heading = Text(_label(names), style="bold" if color else "")
+        heading = safe_text(_label(names), style="bold" if color else "")
         if note:
-            heading.append(f"  {note}")
+            heading.append(safe(f"  {note}"))
         out.append(heading)
         if not lines:
             continue
@@ -323,9 +323,10 @@ def _findings_section(report: SweepReport, color: bool) -> list[RenderableType]:
         grid.add_column(overflow="fold")
         for severity, code, gpu, summary in lines:
             tag, style = SEVERITY_TAGS[severity]
-            grid.add_row(Text(tag, style=style if color else ""), Text(code), Text(gpu), Text(summary))
+            grid.add_row(safe_text(tag, style=style if color else ""), safe_text(code), safe_text(gpu),
+                         safe_text(summary))
         for label, text in extra:  # context for the verdict: topology, VM, the servers' configuration
-            grid.add_row(Text(""), Text(label, style="dim" if color else ""), Text(""), Text(text))
+            grid.add_row(safe_text(""), safe_text(label, style="dim" if color else ""), safe_text(""), safe_text(text))
         out.append(Padding(grid, (0, 0, 0, 2), expand=False))
     return out
 
@@ -341,19 +342,19 @@ def _summary_section(report: SweepReport, color: bool) -> list[RenderableType]:
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")
     # Text, not str: rich would read "[...]" in a value as markup.
-    grid.add_row(Text("hosts"), Text(f"{len(report.hosts)}: {_counts(hosts_by_status(report))}"))
-    grid.add_row(Text("GPUs"), Text(f"{n_gpus}: {_counts(gpus_by_sm(report))}"))
+    grid.add_row(safe_text("hosts"), safe_text(f"{len(report.hosts)}: {_counts(hosts_by_status(report))}"))
+    grid.add_row(safe_text("GPUs"), safe_text(f"{n_gpus}: {_counts(gpus_by_sm(report))}"))
     sources = Counter(power.source for h in report.hosts for g in h.gpus if (power := g.power()) is not None)
     if sources:  # which figure the power column shows (the same one the checks judge)
-        grid.add_row(Text("power"), Text("shown as " + ", ".join(
+        grid.add_row(safe_text("power"), safe_text("shown as " + ", ".join(
             f"{source.short} ({n} GPU{'s' if n != 1 else ''})" for source, n in sources.most_common())))
-    grid.add_row(Text("findings"), Text(f"{len(report.findings)}: {_counts(findings_by_code(report))}"))
-    grid.add_row(Text("sweep"), Text(f"started {report.started_at}, took {report.duration_s:.1f} s"))
+    grid.add_row(safe_text("findings"), safe_text(f"{len(report.findings)}: {_counts(findings_by_code(report))}"))
+    grid.add_row(safe_text("sweep"), safe_text(f"started {report.started_at}, took {report.duration_s:.1f} s"))
     exit_style = {0: "green", 1: "yellow", 2: "bold red"}.get(code, "") if color else ""
     return [
-        Text("Summary", style="bold" if color else ""),
+        safe_text("Summary", style="bold" if color else ""),
         Padding(grid, (0, 0, 0, 2), expand=False),
-        Text(f"exit {code}: {EXIT_MEANINGS.get(code, 'unexpected exit code')}", style=exit_style),
+        safe_text(f"exit {code}: {EXIT_MEANINGS.get(code, 'unexpected exit code')}", style=exit_style),
     ]
 
 

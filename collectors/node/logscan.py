@@ -43,6 +43,9 @@ LINE_CHARS = 400  # text kept of one matching line
 ECHO_CHARS = 32 * 1024  # text kept of one configuration echo (SGLang's server_args line is ~10 KiB)
 MAX_KEYS = 64  # distinct group_by keys kept per signature
 MAX_GZ_BYTES = 256 * 1024 * 1024  # a compressed rotation larger than this is not decompressed
+MAX_INFLATE_BYTES = 1024 * 1024 * 1024  # decompressed bytes read of one rotation, at most
+GZ_KEEP_BYTES = 64 * 1024 * 1024  # the tail of a compressed rotation held in memory, at most
+CHECK_EVERY = 1024  # lines between two looks at the deadline
 DEFAULT_KERNEL_SINCE_H = 24.0
 CHUNK = 1024 * 1024
 
@@ -115,9 +118,12 @@ class _Echo(object):
         self.count = 0
         self.seq = None
         self.text = None
+        self.start = None
 
     def result(self):
-        return {"count": self.count, "seq": self.seq, "text": self.text}
+        # "start": where the match ended in "text", so the controller reads the facts from there without
+        # running the regex again on text a node sent (a pack's regex may be slow; here it has a deadline).
+        return {"count": self.count, "seq": self.seq, "text": self.text, "start": self.start}
 
 
 def _cut(text, limit):
@@ -187,9 +193,10 @@ class _Scanner(object):
         self.now = now
         self.boot_time = None
         self.seq = 0
+        self.deadline = source.get("_deadline")  # time.monotonic() past which the scan stops (cut)
 
     def feed(self, data, boot_time=None):
-        """Scan ``data`` (bytes, whole lines) in order."""
+        """Scan ``data`` (bytes, whole lines) in order; raises :class:`OutOfTime` past the deadline."""
         self.boot_time = boot_time
         for raw in data.split(b"\n"):
             if not raw:
@@ -197,16 +204,47 @@ class _Scanner(object):
             self.seq += 1
             if len(raw) > MAX_LINE_BYTES:
                 raw = raw[:MAX_LINE_BYTES]
+            if self.deadline is not None and self.seq % CHECK_EVERY == 0 and time.monotonic() > self.deadline:
+                raise OutOfTime()
             text = raw.decode("utf-8", "replace").replace("\x00", "").rstrip("\r")
             self.line(text)
+
+    def feed_file(self, f, start):
+        """Scan an open file from byte ``start`` to its end, a chunk at a time (memory: one chunk and one
+        line, whatever the tail); the partial line at ``start`` is skipped when ``start`` is not 0."""
+        f.seek(start)
+        carry = b""
+        skip = start > 0
+        while True:
+            chunk = f.read(CHUNK)
+            if not chunk:
+                break
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise OutOfTime()
+            if skip:
+                newline = chunk.find(b"\n")
+                if newline < 0:
+                    continue
+                chunk, skip = chunk[newline + 1:], False
+            data = carry + chunk
+            end = data.rfind(b"\n")
+            if end < 0:
+                carry = data[:MAX_LINE_BYTES]  # a line longer than this is matched on its start
+                continue
+            carry = data[end + 1:][:MAX_LINE_BYTES]
+            self.feed(data[:end])
+        if carry:
+            self.feed(carry)
 
     def line(self, text):
         if self.echoes and (self.echo_filter is None or self.echo_filter.search(text)):
             for echo in self.echoes:
-                if echo.regex.search(text):
+                match = echo.regex.search(text)
+                if match:
                     echo.count += 1
                     echo.seq = self.seq
                     echo.text = _cut(text, ECHO_CHARS)
+                    echo.start = match.end()
                     return  # configuration, not an event: no signature may count it
         if not self.signatures or (self.sig_filter is not None and not self.sig_filter.search(text)):
             return
@@ -246,45 +284,89 @@ def rotations(path):
     return [os.path.join(folder, name) for _, _, name in numbered + dated]
 
 
-def _is_gzip(path):
-    with open(path, "rb") as f:
-        return f.read(2) == b"\x1f\x8b"
+class OutOfTime(Exception):
+    """The scan ran past its share of the collector's deadline."""
 
 
-def _read_tail(path, budget):
-    """(bytes, cut, note): the last ``budget`` bytes of ``path`` (decompressed when gzip), from a line start."""
-    if _is_gzip(path):
-        if os.path.getsize(path) > MAX_GZ_BYTES:
-            return b"", True, "%s: compressed file larger than %d MiB, not read" % (path, MAX_GZ_BYTES >> 20)
-        kept = bytearray()
-        cut = False
-        note = None
-        try:
-            with gzip.open(path, "rb") as f:
-                while True:
-                    chunk = f.read(CHUNK)
-                    if not chunk:
-                        break
-                    kept += chunk
-                    if len(kept) > budget:
-                        del kept[:len(kept) - budget]
-                        cut = True
-        except (OSError, EOFError, zlib.error) as exc:
-            note = "%s: damaged gzip (%s); read what could be" % (path, exc)
-        data = bytes(kept)
-    else:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            start = max(0, size - budget)
-            f.seek(start)
-            data = f.read(budget)
-        cut = start > 0
-        note = None
+def refusal(path, mode):
+    """Why ``path`` (of stat mode ``mode``) is not read as a log, or None. A character device never ends; a
+    FIFO blocks; a /proc or /sys file may block, and reading /proc/kmsg takes the kernel's messages away
+    from the system's logger."""
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    if stat.S_ISCHR(mode):
+        return "a character device, not a log file (for the kernel log use @kernel)"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO, not a log file: reading it would block"
+    if not stat.S_ISREG(mode):
+        return "not a regular file"
+    real = os.path.realpath(path)
+    if real == "/proc" or real.startswith(("/proc/", "/sys/")):
+        return "a /proc or /sys file, not a log file: reading it may block or take messages from the " \
+               "system's logger (for the kernel log use @kernel)"
+    return None
+
+
+def _open_log(path):
+    """``path`` opened for reading, checked on the open file (no FIFO swapped in after a stat)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        why = refusal(path, os.fstat(fd).st_mode)
+        if why:
+            raise OSError(0, why)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _inflate_tail(f, path, budget, deadline):
+    """(bytes, cut, note): the last ``budget`` bytes of the gzip file ``f`` (at most GZ_KEEP_BYTES held,
+    at most MAX_INFLATE_BYTES decompressed), from a line start."""
+    budget = min(budget, GZ_KEEP_BYTES)
+    kept = bytearray()
+    cut, note, inflated = False, None, 0
+    try:
+        with gzip.GzipFile(fileobj=f, mode="rb") as z:
+            while True:
+                chunk = z.read(CHUNK)
+                if not chunk:
+                    break
+                inflated += len(chunk)
+                kept += chunk
+                if len(kept) > budget:
+                    del kept[:len(kept) - budget]
+                    cut = True
+                if inflated >= MAX_INFLATE_BYTES:
+                    cut, note = True, "%s: decompressed past %d MiB, the rest not read" % (
+                        path, MAX_INFLATE_BYTES >> 20)
+                    break
+                if deadline is not None and time.monotonic() > deadline:
+                    raise OutOfTime()
+    except (OSError, EOFError, zlib.error) as exc:
+        note = "%s: damaged gzip (%s); read what could be" % (path, exc)
+    data = bytes(kept)
     if cut:
         newline = data.find(b"\n")
         data = data[newline + 1:] if newline >= 0 else b""  # drop the partial first line
     return data, cut, note
+
+
+def _piece(path, budget, deadline):
+    """What to scan of ``path`` for the last ``budget`` bytes: (kind, what, bytes, cut, note), kind "file"
+    (what: the byte to start from, read later a chunk at a time) or "data" (what: a gzip file's tail)."""
+    with _open_log(path) as f:
+        head = f.read(2)
+        size = os.fstat(f.fileno()).st_size
+        if head == b"\x1f\x8b":
+            if size > MAX_GZ_BYTES:
+                return "data", b"", 0, True, "%s: compressed file larger than %d MiB, not read" % (
+                    path, MAX_GZ_BYTES >> 20)
+            f.seek(0)
+            data, cut, note = _inflate_tail(f, path, budget, deadline)
+            return "data", data, len(data), cut, note
+    start = max(0, size - budget)
+    return "file", start, size - start, start > 0, None
 
 
 def _status_of(exc):
@@ -298,47 +380,55 @@ def _status_of(exc):
 
 
 def scan_file(source, now=None):
-    """Scan one log file (and its rotations) as ``source`` says; a dict for the probe document."""
+    """Scan one log file (and its rotations) as ``source`` says; a dict for the probe document. The tail is
+    streamed (memory: a chunk, a line, and at most GZ_KEEP_BYTES of a compressed rotation); past the
+    deadline (``source["_deadline"]``) the scan stops and says so (cut, a note)."""
     now = time.time() if now is None else now
     path = str(source.get("path", ""))
     resolved = os.path.expanduser(path)
     budget = max(1, int(source.get("tail_bytes") or DEFAULT_TAIL_BYTES))
+    deadline = source.get("_deadline")
     out = {"path": path, "resolved": os.path.abspath(resolved), "source": "file", "status": "ok", "error": None,
            "files": [], "bytes": 0, "cut": False, "notes": []}
-    try:
-        mode = os.stat(resolved).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(21, "Is a directory")
-        if not stat.S_ISREG(mode):  # a FIFO would block the read; a device never ends
-            raise OSError(0, "not a regular file")
-        chunks = []
-        first = _read_tail(resolved, budget)
-    except (OSError, ValueError) as exc:
-        out["status"], out["error"] = _status_of(exc) if isinstance(exc, OSError) else ("unreadable", str(exc))
-        return out
-    chunks.append((resolved, first[0]))
-    out["cut"] = first[1]
-    if first[2]:
-        out["notes"].append(first[2])
-    remaining = budget - len(first[0])
-    for older in rotations(resolved)[:max(0, int(source.get("max_files", 4)) - 1)]:
-        if remaining <= 0 or out["cut"]:
-            break
-        try:
-            data, cut, note = _read_tail(older, remaining)
-        except OSError as exc:
-            out["notes"].append("%s: %s" % (older, _status_of(exc)[1]))
-            continue
-        chunks.append((older, data))
-        out["cut"] = cut
-        if note:
-            out["notes"].append(note)
-        remaining -= len(data)
     scanner = _Scanner(source, now)
-    for name, data in reversed(chunks):  # oldest first, so seq grows with time
-        scanner.feed(data)
-        out["files"].append(name)
-        out["bytes"] += len(data)
+    pieces = []  # newest first
+    try:
+        try:
+            why = refusal(resolved, os.stat(resolved).st_mode)
+            if why:
+                raise OSError(21 if why == "is a directory" else 0, why)
+            pieces.append((resolved,) + _piece(resolved, budget, deadline))
+        except (OSError, ValueError) as exc:
+            out["status"], out["error"] = (_status_of(exc) if isinstance(exc, OSError)
+                                           else ("unreadable", str(exc)))
+            return out
+        out["cut"] = pieces[0][4]
+        remaining = budget - pieces[0][3]
+        for older in rotations(resolved)[:max(0, int(source.get("max_files", 4)) - 1)]:
+            if remaining <= 0 or out["cut"]:
+                break
+            try:
+                piece = (older,) + _piece(older, remaining, deadline)
+            except OSError as exc:
+                out["notes"].append("%s: %s" % (older, _status_of(exc)[1]))
+                continue
+            pieces.append(piece)
+            out["cut"] = piece[4]
+            remaining -= piece[3]
+        for name, kind, what, size, _, note in reversed(pieces):  # oldest first, so seq grows with time
+            if note:
+                out["notes"].append(note)
+            out["files"].append(name)
+            if kind == "data":
+                scanner.feed(what)
+            else:
+                with _open_log(name) as f:
+                    scanner.feed_file(f, what)
+            out["bytes"] += size
+    except OutOfTime:
+        out["cut"] = True
+        out["notes"].append("the scan stopped at its share of the collector's deadline, after %d lines"
+                            % scanner.seq)
     out.update(scanner.result())
     return out
 
@@ -394,7 +484,12 @@ def scan_kernel(source, timeout_s, now=None):
     out["files"] = [out["source"]]
     out["bytes"] = len(data)
     scanner = _Scanner(source, now)
-    scanner.feed(data, boot_time=boot_time)
+    try:
+        scanner.feed(data, boot_time=boot_time)
+    except OutOfTime:
+        out["cut"] = True
+        out["notes"].append("the scan stopped at its share of the collector's deadline, after %d lines"
+                            % scanner.seq)
     out.update(scanner.result())
     return out
 
@@ -409,5 +504,14 @@ def scan(source, timeout_s=60.0, now=None):
         return {"path": source.get("path"), "status": "error", "error": "%s: %s" % (type(exc).__name__, exc)}
 
 
-def scan_all(sources, timeout_s=60.0):
-    return [scan(s, timeout_s) for s in sources]
+def scan_all(sources, timeout_s=60.0, deadline=None, into=None):
+    """Scan every source, appending each result to ``into`` as it is done (the caller may stop waiting);
+    ``deadline`` (time.monotonic()) bounds the whole scan: a source past it stops and says so."""
+    into = [] if into is None else into
+    for source in sources:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            source = dict(source, _deadline=deadline)
+            timeout_s = max(0.1, min(timeout_s, left))
+        into.append(scan(source, timeout_s))
+    return into

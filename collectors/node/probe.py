@@ -246,13 +246,108 @@ def collect_context(doc, call_timeout_s, with_topology=True):
         doc["problems"].append("node context: %s: %s" % (type(exc).__name__, exc))
 
 
-def collect_logs(doc, sources, call_timeout_s):
-    """Scan the log ``sources`` (collectors/node/logscan.py) into ``doc["logs"]``, one entry per source."""
+# The log scan's share of the collector's deadline: the GPU readings must come back whatever a log costs
+# (a huge tail, a slow regex, a file that blocks), so the scan stops at its share and says "cut".
+LOG_SHARE = 0.5
+
+
+def _logscan():
     try:
-        import gpudiag_logscan
-        doc["logs"] = gpudiag_logscan.scan_all(sources, call_timeout_s)
+        import gpudiag_logscan as logscan  # inside the collector bundle
+    except ImportError:  # imported from the installed package (tests, gpudiag local)
+        from . import logscan
+    return logscan
+
+
+def collect_logs(doc, sources, call_timeout_s, deadline=None, into=None):
+    """Scan the log ``sources`` (collectors/node/logscan.py) into ``into`` (else ``doc["logs"]``), one entry
+    per source, each appended as it is done."""
+    try:
+        found = _logscan().scan_all(sources, call_timeout_s, deadline, into)
+        if into is None:
+            doc["logs"] = found
     except Exception as exc:
         doc["problems"].append("log scan: %s: %s" % (type(exc).__name__, exc))
+
+
+class _Lines(object):
+    """Where the forked scan puts each source's result: one JSON line on a pipe, as soon as it is done."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def append(self, item):
+        data = (json.dumps(item, separators=(",", ":")) + "\n").encode()
+        while data:
+            data = data[os.write(self.fd, data):]
+
+
+def _start_logs(doc, sources, call_timeout_s):
+    """Start the log scan in a child process with its own share of the deadline: a regex that never ends
+    or a read that blocks costs that child, which is ended at the deadline, never the GPU readings."""
+    share_s = max(1.0, LOG_SHARE * call_timeout_s)
+    deadline = time.monotonic() + share_s
+    _logscan()  # imported before the fork, so the child needs no import lock
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: scan, write, and leave without running the parent's exit handlers
+        try:
+            os.close(read_fd)
+            problems = {"problems": []}
+            collect_logs(problems, sources, call_timeout_s, deadline, _Lines(write_fd))
+            for problem in problems["problems"]:
+                _Lines(write_fd).append({"problem": problem})
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    chunks = []
+
+    def drain():  # beside the sampling, so the child never waits on a full pipe
+        while True:
+            chunk = os.read(read_fd, 1 << 16)
+            if not chunk:
+                return
+            chunks.append(chunk)
+
+    import threading
+    reader = threading.Thread(target=drain)
+    reader.daemon = True
+    reader.start()
+    return pid, read_fd, reader, chunks, share_s, deadline
+
+
+def _finish_logs(doc, sources, started):
+    """Wait for the log scan until its share of the deadline (and a second to write), end it, and put what
+    it finished in the document; a source it did not finish is "unreadable", and says why."""
+    import signal
+
+    pid, read_fd, reader, chunks, share_s, deadline = started
+    reader.join(max(0.0, deadline + 1.0 - time.monotonic()))
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    os.waitpid(pid, 0)
+    reader.join(1.0)
+    try:
+        os.close(read_fd)
+    except OSError:
+        pass
+    done = []
+    for line in b"".join(chunks).split(b"\n"):
+        try:
+            item = json.loads(line.decode("utf-8")) if line else None
+        except ValueError:
+            continue  # the last line, cut when the child was ended
+        if isinstance(item, dict) and "problem" in item:
+            doc["problems"].append(str(item["problem"]))
+        elif isinstance(item, dict):
+            done.append(item)
+    for source in sources[len(done):]:
+        done.append({"path": source.get("path"), "status": "unreadable", "cut": True,
+                     "error": "the log scan did not finish within its share of the deadline (%.0f s): the "
+                              "log blocks, or a pattern is too slow for it" % share_s})
+    doc["logs"] = done
 
 
 def _number(value):
@@ -301,6 +396,8 @@ def collect_round(config, kept):
     call_timeout_s = float(config.get("call_timeout_s", 60.0))
     source = config.get("source", "auto")
     doc = new_document()
+    # First, while this process has no other thread: the log scan forks (see _start_logs).
+    logs = _start_logs(doc, config["logs"], call_timeout_s) if config.get("logs") else None
     extras = []  # run beside the sampling window, which is mostly waiting
     if config.get("dcgm", True):
         extras.append(_start_dcgm(doc, samples, interval_s, call_timeout_s))
@@ -311,8 +408,6 @@ def collect_round(config, kept):
         doc["context"] = dict(kept["context"])
     elif config.get("context"):
         extras.append(_in_thread(doc, lambda: collect_context(doc, call_timeout_s, with_topology=gate is None)))
-    if config.get("logs"):
-        extras.append(_in_thread(doc, lambda: collect_logs(doc, config["logs"], call_timeout_s)))
     if not config.get("gpus", True):
         doc["nvidia_smi"] = {"path": None, "status": "skipped"}
     elif source == "nvidia-smi" or not collect_nvml(doc, samples, interval_s):
@@ -320,6 +415,8 @@ def collect_round(config, kept):
     for thread in extras:
         if thread is not None:
             thread.join()
+    if logs is not None:
+        _finish_logs(doc, config["logs"], logs)
     if isinstance(doc.get("context"), dict):
         kept.setdefault("context", dict(doc["context"]))
     if gate is not None and isinstance(doc.get("context"), dict):

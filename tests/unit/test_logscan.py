@@ -34,7 +34,8 @@ def test_a_config_echo_is_configuration_never_a_match(tmp_path: Path) -> None:
     assert out["status"] == "ok" and out["lines"] == 3
     match = out["matches"]["naive_autotune"]
     assert (match["count"], match["first"]["seq"], match["last_seq"]) == (1, 3, 3)  # not the server_args line
-    assert out["echoes"]["sglang_server_args"] == {"count": 1, "seq": 1, "text": SERVER_ARGS}
+    assert out["echoes"]["sglang_server_args"] == {"count": 1, "seq": 1, "text": SERVER_ARGS,
+                                                  "start": SERVER_ARGS.index("(") + 1}
 
 
 def test_first_last_and_recent_lines_are_bounded(tmp_path: Path) -> None:
@@ -157,7 +158,7 @@ def test_a_missing_log_a_directory_and_a_fifo_are_statuses(tmp_path: Path) -> No
     assert (ls.scan(source(tmp_path))["status"], ls.scan(source(tmp_path))["error"]) == ("unreadable", "is a directory")
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    assert ls.scan(source(fifo))["error"] == "not a regular file"  # and it did not block reading it
+    assert ls.scan(source(fifo))["error"] == "a FIFO, not a log file: reading it would block"  # it did not block
 
 
 def test_permission_denied_is_unreadable(tmp_path: Path) -> None:
