@@ -442,6 +442,15 @@ BROKEN = [
         id="no-hosts",
     ),
     pytest.param(
+        """
+        hosts:
+          gpu01:
+            user: "ubuntu\\0root"
+        """,
+        "{file}:3: hosts.gpu01.user: 'ubuntu\\x00root' holds a control character",
+        id="nul-in-user",
+    ),
+    pytest.param(
         "# nothing here yet\n",
         "{file}:1: the inventory is empty: list hosts under 'groups:' or 'hosts:'",
         id="empty-file",
