@@ -470,8 +470,9 @@ class SshTransport:
         if isinstance(exc, asyncssh.DisconnectError):
             return ConnectionLost(f"SSH connection closed: {exc.reason}")
         if isinstance(exc, asyncssh.ChannelOpenError):  # the bastion could not open a tunnel to the target
+            refused = "refused" in exc.reason.lower()  # OpenSSH's sshd passes on connect()'s strerror
             return ConnectFailed(f"the bastion could not reach {where}: {exc.reason}",
-                                 reason=UnreachableReason.NETWORK)
+                                 reason=UnreachableReason.REFUSED if refused else UnreachableReason.NETWORK)
         if isinstance(exc, socket.gaierror):
             return ConnectFailed(f"cannot resolve {host.target}: {exc.strerror}", reason=UnreachableReason.DNS)
         if isinstance(exc, UnicodeError):  # the IDNA codec: a label over 63 characters, or an empty one

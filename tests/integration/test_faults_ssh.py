@@ -152,6 +152,15 @@ def test_refused_and_silent_hosts_say_which(sshd_cluster, silent_listener: int) 
         {"status": "unreachable", "unreachable_reason": "refused"}]
 
 
+def test_a_target_its_bastion_cannot_reach_is_unreachable_refused(sshd_cluster) -> None:  # type: ignore[no-untyped-def]
+    behind = dataclasses.replace(sshd_cluster.host("127.0.0.2", "behind"), address="127.0.0.250",
+                                 jump=f"127.0.0.2:{sshd_cluster.port}")
+    result = only(run_sweep([behind]))
+    assert (result.status, result.unreachable_reason, result.error) == (
+        HostStatus.UNREACHABLE, UnreachableReason.REFUSED,
+        f"the bastion could not reach 127.0.0.250:{sshd_cluster.port}: Connection refused")
+
+
 def test_a_label_over_63_characters_cannot_be_resolved(sshd_cluster) -> None:  # type: ignore[no-untyped-def]
     name = "n" * 64 + ".example.com"
     host = dataclasses.replace(sshd_cluster.host("127.0.0.2", "long"), address=name)
