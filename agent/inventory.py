@@ -128,6 +128,8 @@ def hosts_from_patterns(
         patterns = (patterns,)
     if port is not None and not _valid_port(port):
         raise InventoryError(f"port must be an integer from 1 to 65535, got {port!r}")
+    if user is not None:
+        check_user(user)
     names: dict[str, None] = {}
     for pattern in patterns:
         try:
@@ -137,6 +139,13 @@ def hosts_from_patterns(
     if not names:
         raise InventoryError("no hosts given: name at least one host or pattern")
     return tuple(Host(name=n, user=user, port=port, identity_file=identity_file) for n in names)
+
+
+def check_user(user: str) -> None:
+    """Raise :class:`InventoryError` (one line) for a user name no SSH login can have (a space, a NUL or
+    another control character), before any connection rather than at each host's."""
+    if any(c in _CONTROL or c.isspace() for c in user):
+        raise InventoryError(f"user {user!r} holds a space or a control character")
 
 
 def describe(hosts: Iterable[Host]) -> list[dict[str, object]]:

@@ -537,6 +537,13 @@ def test_hosts_from_patterns() -> None:
     assert hosts_from_patterns("gpu[01-100]")[-1] == Host(name="gpu100")
 
 
+@pytest.mark.parametrize("user", ["ops\x00root", "ops root", "ops\x1b]0;x\x07"])
+def test_a_user_with_a_nul_or_space_fails_before_any_connection(user: str) -> None:
+    with pytest.raises(InventoryError) as excinfo:
+        hosts_from_patterns(["gpu1"], user=user)
+    assert str(excinfo.value) == f"user {user!r} holds a space or a control character"
+
+
 @pytest.mark.parametrize(
     ("patterns", "port", "message"),
     [
