@@ -269,8 +269,13 @@ class KeyRing:
 class SshOptions:
     """Settings of the SSH transport shared by every host of a sweep."""
 
-    connect_timeout_s: float = 10.0  # from TCP connect to a logged-in session: a dead host costs this much
-    login_timeout_s: float = 10.0  # the authentication step alone (within connect_timeout_s)
+    # From the start of the TCP connect to a logged-in session (the SSH banner, key exchange, authentication):
+    # a dead host costs this much.
+    connect_timeout_s: float = 10.0
+    # From the TCP connection made to a logged-in session (the banner and key exchange too, not only
+    # authentication: asyncssh starts its login timer on connection_made); the shorter one fires first,
+    # and either way the host is unreachable (timeout).
+    login_timeout_s: float = 10.0
     known_hosts: Sequence[str] = (DEFAULT_USER_KNOWN_HOSTS, DEFAULT_GPUDIAG_KNOWN_HOSTS)
     gpudiag_known_hosts: str = DEFAULT_GPUDIAG_KNOWN_HOSTS  # where --accept-new-host-keys records keys
     accept_new_host_keys: bool = False
