@@ -277,7 +277,7 @@ class SshOptions:
     # and either way the host is unreachable (timeout).
     login_timeout_s: float = 10.0
     known_hosts: Sequence[str] = (DEFAULT_USER_KNOWN_HOSTS, DEFAULT_GPUDIAG_KNOWN_HOSTS)
-    gpudiag_known_hosts: str = DEFAULT_GPUDIAG_KNOWN_HOSTS  # where --accept-new-host-keys records keys
+    gpudiag_known_hosts: str = DEFAULT_GPUDIAG_KNOWN_HOSTS  # accept-new records here when it is read
     accept_new_host_keys: bool = False
     ssh_config: Sequence[str] | None = None  # None: asyncssh's default (~/.ssh/config)
     keep_connections: bool = False  # watch mode: one connection per host, reused by every refresh
