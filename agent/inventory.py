@@ -42,6 +42,7 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 # Group names are used by --limit next to host patterns, so they must read as one plain name.
 _GROUP_NAME = re.compile(r"[A-Za-z0-9._-]+")
 _JUMP = re.compile(r"(?:[^@\s:]+@)?[^@\s:/]+(?::([0-9]+))?")
+_CONTROL = frozenset(map(chr, [*range(0x20), 0x7F]))  # in a host, user or path: never meant
 _BRACKET_HINT = 'quote host patterns inside [ ] lists, e.g. ["gpu[01-16]"], or use a "- " list'
 
 
@@ -127,6 +128,8 @@ def hosts_from_patterns(
         patterns = (patterns,)
     if port is not None and not _valid_port(port):
         raise InventoryError(f"port must be an integer from 1 to 65535, got {port!r}")
+    if user is not None:
+        check_user(user)
     names: dict[str, None] = {}
     for pattern in patterns:
         try:
@@ -136,6 +139,13 @@ def hosts_from_patterns(
     if not names:
         raise InventoryError("no hosts given: name at least one host or pattern")
     return tuple(Host(name=n, user=user, port=port, identity_file=identity_file) for n in names)
+
+
+def check_user(user: str) -> None:
+    """Raise :class:`InventoryError` (one line) for a user name no SSH login can have (a space, a NUL or
+    another control character), before any connection rather than at each host's."""
+    if any(c in _CONTROL or c.isspace() for c in user):
+        raise InventoryError(f"user {user!r} holds a space or a control character")
 
 
 def describe(hosts: Iterable[Host]) -> list[dict[str, object]]:
@@ -323,6 +333,8 @@ class _Reader:
             raise self.error(node, where, f"expected {expected}, got {_kind(node, value)}")
         if key in ("address", "user", "jump") and any(c.isspace() for c in value):
             raise self.error(node, where, f"{value!r} holds a space")
+        if any(c in _CONTROL for c in value):  # a NUL would fail only at connect time, on every run
+            raise self.error(node, where, f"{value!r} holds a control character")
         if key == "jump":
             match = _JUMP.fullmatch(value)
             if not match or (match.group(1) is not None and not _valid_port(int(match.group(1)))):

@@ -68,6 +68,15 @@ class HostStatus(str, enum.Enum):
         return self in (HostStatus.OK, HostStatus.PARTIAL)
 
 
+class UnreachableReason(str, enum.Enum):
+    """Why an ``unreachable`` host was not reached: a stable word for scripts (the error says it in a sentence)."""
+
+    REFUSED = "refused"  # the host is up, nothing listens on the port (or a firewall rejects)
+    TIMEOUT = "timeout"  # no TCP connection, or no SSH login, within the connect/login timeout
+    DNS = "dns"  # the name does not resolve, or is not a valid host name
+    NETWORK = "network"  # no route, network unreachable, reset: the network said no
+
+
 class SmiStatus(str, enum.Enum):
     """What nvidia-smi on the node said about itself, as data."""
 
@@ -495,6 +504,7 @@ class HostReport:
     duration_s: float | None = None
     scheduler_state: str | None = None  # the node's state in the scheduler (Slurm's sinfo: idle, drained, ...)
     scheduler_reason: str | None = None  # the reason the scheduler holds for that state (a drain's reason)
+    unreachable_reason: UnreachableReason | None = None  # status unreachable only: refused, timeout, dns...
 
     @property
     def gpus(self) -> tuple[GpuReading, ...]:

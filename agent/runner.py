@@ -8,21 +8,24 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from gpudiag.checks import CheckSettings, evaluate
 from gpudiag.choices import Source
+from gpudiag.limits import window_for
 from gpudiag.logs.plan import NO_LOGS, LogOptions, LogPlan, build_plans
-from gpudiag.model import Host, HostReport, HostStatus, NodeReadings, RemoteResult, SweepReport
+from gpudiag.model import Host, HostReport, HostStatus, NodeReadings, RemoteResult, SweepReport, UnreachableReason
 from gpudiag.parse import ProbeFormatError, parse_probe_output
 from gpudiag.remote import TIMEOUT_EXIT_STATUSES, collector_call
-from gpudiag.transport import RemoteCommand, Transport, TransportError
+from gpudiag.transport import OutOfFiles, RemoteCommand, Transport, TransportError
 
 # Client-side grace past the remote deadline, so the node's own `timeout` answers first.
 DEADLINE_GRACE_S = 5.0
+# This machine out of open files: the host is tried again after this (doubling), until its deadline.
+OUT_OF_FILES_RETRY_S = 0.05
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,25 +105,45 @@ async def sweep_host(transport: Transport, host: Host, options: SweepOptions, *,
     started = time.monotonic()
     command = command or collector_command(options, plan)
     readings: NodeReadings | None = None
+    reason: UnreachableReason | None = None
     try:
-        result = await transport.run(host, command)
+        result = await _run(transport, host, command, started + command.deadline_s)
         if options.raw_dir is not None:
             _save_raw(options.raw_dir, host.name, result.stdout)
         status, error, readings = interpret(host, result, options, plan)
     except TransportError as exc:
         status, error = exc.status, str(exc)
+        reason = exc.reason if status is HostStatus.UNREACHABLE else None
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - the one place a host's failure becomes data
         status, error = HostStatus.ERROR, f"unexpected {type(exc).__name__}: {exc}"
-    findings = evaluate(host.name, status, error, readings, options.settings, plan)
+    findings = evaluate(host.name, status, error, readings, options.settings, plan, unreachable_reason=reason)
     return HostReport(host=host.name, address=host.address, status=status, error=error, readings=readings,
-                      findings=findings, duration_s=round(time.monotonic() - started, 3))
+                      findings=findings, duration_s=round(time.monotonic() - started, 3), unreachable_reason=reason)
+
+
+async def _run(transport: Transport, host: Host, command: RemoteCommand, give_up_at: float) -> RemoteResult:
+    """``transport.run``, tried again while this machine is out of open files (another host in flight lets its
+    connection go soon), until ``give_up_at``: the controller's limit is never the host's failure."""
+    wait_s = OUT_OF_FILES_RETRY_S
+    while True:
+        try:
+            return await transport.run(host, command)
+        except OutOfFiles:
+            if time.monotonic() + wait_s >= give_up_at:
+                raise
+        await asyncio.sleep(wait_s)
+        wait_s = min(wait_s * 2, 1.0)
 
 
 async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptions, *,
-                plans: Mapping[str, LogPlan] | None = None, close_transport: bool = True) -> SweepReport:
+                plans: Mapping[str, LogPlan] | None = None, close_transport: bool = True,
+                on_note: Callable[[str], None] | None = None) -> SweepReport:
     """Sweep ``hosts`` with at most ``options.concurrency`` in flight; reports keep the hosts' order.
+
+    Fewer are in flight when this process's open-file limit cannot fit that many (:func:`gpudiag.limits.window_for`):
+    ``on_note`` is then given one line that says so, for the operator (the CLI prints it on stderr).
 
     ``plans``: each host's log plan by host name, as :func:`gpudiag.logs.build_plans` made them (the CLI
     builds them once, before it connects; watch once for all its refreshes); built here from
@@ -128,7 +151,10 @@ async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptio
     sweep (watch mode)."""
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()
-    window = asyncio.Semaphore(max(1, options.concurrency))
+    in_flight, note = window_for(max(1, min(options.concurrency, len(hosts))))
+    if note is not None and on_note is not None:
+        on_note(note)
+    window = asyncio.Semaphore(in_flight)
     # Without plans, a broken log configuration fails here, before any connection.
     by_host = plans if plans is not None else build_plans(hosts, options.logs)
     commands: dict[str, RemoteCommand] = {}

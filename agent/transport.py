@@ -4,7 +4,9 @@ asyncssh's client lives here (its only other user is the demo's server, ``simula
 rule keeps it so), and so does the translation of its and the OS's errors into the small
 :class:`TransportError` tree (one status each). Host keys are always verified against known_hosts;
 ``accept_new`` records keys of hosts never seen before (never changed ones) in gpudiag's own file, like
-OpenSSH's ``StrictHostKeyChecking=accept-new``. Private keys are loaded once per sweep and passed as key
+OpenSSH's ``StrictHostKeyChecking=accept-new``: into gpudiag's own file when it is among those read, else into
+the first one read (a ``--known-hosts`` file, a host's ``known_hosts:``), the one that is read again next
+time, as OpenSSH writes the first ``UserKnownHostsFile``. Private keys are loaded once per sweep and passed as key
 objects: passing paths makes asyncssh re-read and re-validate them for every connection.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import signal
 import socket
@@ -22,7 +25,7 @@ from typing import Protocol, Union
 
 import asyncssh
 
-from gpudiag.model import Host, HostStatus, RemoteResult
+from gpudiag.model import Host, HostStatus, RemoteResult, UnreachableReason
 
 DEFAULT_USER_KNOWN_HOSTS = "~/.ssh/known_hosts"
 DEFAULT_GPUDIAG_KNOWN_HOSTS = "~/.config/gpudiag/known_hosts"
@@ -36,13 +39,23 @@ _CHUNK = 64 * 1024
 
 
 class TransportError(Exception):
-    """A host could not be asked; ``status`` says how it failed, ``str()`` says why in one sentence."""
+    """A host could not be asked; ``status`` says how it failed, ``str()`` says why in one sentence;
+    ``reason``, for an unreachable host, why in one stable word."""
 
     status = HostStatus.ERROR
+
+    def __init__(self, message: str, *, reason: UnreachableReason | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class ConnectFailed(TransportError):
     status = HostStatus.UNREACHABLE
+
+
+class OutOfFiles(TransportError):
+    """This machine (the controller), not the host, ran out of open files (EMFILE/ENFILE): the host was not
+    tried. The runner tries it again once another host has let its connection go."""
 
 
 class AuthFailed(TransportError):
@@ -256,10 +269,15 @@ class KeyRing:
 class SshOptions:
     """Settings of the SSH transport shared by every host of a sweep."""
 
-    connect_timeout_s: float = 10.0  # from TCP connect to a logged-in session: a dead host costs this much
-    login_timeout_s: float = 10.0  # the authentication step alone (within connect_timeout_s)
+    # From the start of the TCP connect to a logged-in session (the SSH banner, key exchange, authentication):
+    # a dead host costs this much.
+    connect_timeout_s: float = 10.0
+    # From the TCP connection made to a logged-in session (the banner and key exchange too, not only
+    # authentication: asyncssh starts its login timer on connection_made); the shorter one fires first,
+    # and either way the host is unreachable (timeout).
+    login_timeout_s: float = 10.0
     known_hosts: Sequence[str] = (DEFAULT_USER_KNOWN_HOSTS, DEFAULT_GPUDIAG_KNOWN_HOSTS)
-    gpudiag_known_hosts: str = DEFAULT_GPUDIAG_KNOWN_HOSTS  # where --accept-new-host-keys records keys
+    gpudiag_known_hosts: str = DEFAULT_GPUDIAG_KNOWN_HOSTS  # accept-new records here when it is read
     accept_new_host_keys: bool = False
     ssh_config: Sequence[str] | None = None  # None: asyncssh's default (~/.ssh/config)
     keep_connections: bool = False  # watch mode: one connection per host, reused by every refresh
@@ -296,11 +314,29 @@ class _Collector:
             self.stderr_tail.cancel()
 
 
+def resolve_local_user() -> None:
+    """Name the local user in the environment, once, when nothing there does (``env -u USER``, cron, a
+    container): asyncssh asks :func:`getpass.getuser` on every connection, and where no variable is set that
+    is a passwd lookup, which fails once the process is out of open files ("Unknown local username").
+
+    The user comes from the uid, as OpenSSH's ``ssh`` takes it; it is set as ``LOGNAME`` (what login(1) sets)
+    rather than passed as each host's user, so an ssh_config ``User`` line still wins over it."""
+    if any(os.environ.get(name) for name in ("LOGNAME", "USER", "LNAME", "USERNAME")):
+        return
+    try:
+        import pwd
+
+        os.environ["LOGNAME"] = pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError, OSError):  # no passwd entry for this uid: asyncssh says so per host
+        pass
+
+
 class SshTransport:
     """One asyncssh connection per host; bastions are connected once and every target tunnels through."""
 
     def __init__(self, options: SshOptions) -> None:
         self.options = options
+        resolve_local_user()
         self._known: dict[tuple[str, ...], asyncssh.SSHKnownHosts] = {}
         self._write_lock = asyncio.Lock()
         # One connection per bastion for the whole sweep: every target behind it is tunnelled through it
@@ -322,22 +358,37 @@ class SshTransport:
             self._known[files] = asyncssh.read_known_hosts(list(files))
         return self._known[files]
 
+    def _record_file(self, host: Host) -> Path:
+        """Where accept-new records ``host``'s key: gpudiag's own file when it is read for this host, else the
+        first file read (``--known-hosts``, the host's ``known_hosts:``), so that the key is read next time."""
+        files = self._known_files(host)
+        own = str(Path(self.options.gpudiag_known_hosts).expanduser())
+        return Path(own if own in files or not files else files[0])
+
+    @staticmethod
+    def _lists(known: object, host: Host) -> bool:
+        """Whether ``known`` (what a connection attempt trusted) lists a key for ``host``: then a rejected key
+        is a changed one, not a new one."""
+        return isinstance(known, asyncssh.SSHKnownHosts) and bool(known.match(host.target, "", host.port or 22)[0])
+
     async def _record_new_key(self, host: Host, tunnel: asyncssh.SSHClientConnection | None) -> bool:
-        """accept-new: record an unknown host's key; False when the host is known with another key."""
+        """accept-new: record an unknown host's key (the caller checked that none was known when it tried);
+        False when the file it is recorded in holds another key for it by now."""
         port = host.port or 22
-        known = self._known_hosts(host)
-        if isinstance(known, asyncssh.SSHKnownHosts):
-            trusted = known.match(host.target, "", port)[0]
-            if trusted:
-                return False
         key = await asyncio.wait_for(
             asyncssh.get_server_host_key(host.target, port, tunnel=tunnel if tunnel is not None else ()),
             self.options.connect_timeout_s)
         if key is None:
             return False
         name = host.target if port == 22 else f"[{host.target}]:{port}"
-        path = Path(self.options.gpudiag_known_hosts).expanduser()
+        path = self._record_file(host)
         async with self._write_lock:
+            # Read again under the lock: another connection to the same host (a second inventory name, a
+            # bastion) may have recorded it meanwhile; never a second line for the same key.
+            if path.exists():
+                recorded = asyncssh.import_known_hosts(path.read_text()).match(host.target, "", port)[0]
+                if recorded:
+                    return any(k.public_data == key.public_data for k in recorded)
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("ab") as out:
                 out.write(name.encode() + b" " + key.export_public_key("openssh").strip() + b"\n")
@@ -373,41 +424,79 @@ class SshTransport:
         try:
             return await asyncio.shield(self._bastions[bastion])
         except TransportError as exc:
-            raise type(exc)(f"via bastion {target.jump}: {exc}") from exc
+            raise type(exc)(f"via bastion {target.jump}: {exc}", reason=exc.reason) from exc
 
     async def _connect(self, host: Host, tunnel: asyncssh.SSHClientConnection | None,
                        retry_after_accept: bool = True) -> asyncssh.SSHClientConnection:
+        kwargs: dict[str, object] = {}
         try:
             kwargs = self._connect_kwargs(host)
             if tunnel is not None:
                 kwargs["tunnel"] = tunnel
             return await asyncssh.connect(host.target, **kwargs)
         except asyncssh.HostKeyNotVerifiable as exc:
-            if self.options.accept_new_host_keys and retry_after_accept:
-                if await self._record_new_key(host, tunnel):
-                    return await self._connect(host, tunnel, retry_after_accept=False)
-                raise HostKeyRejected(
-                    f"host key of {host.target} does not match the one recorded in known_hosts - it CHANGED "
-                    "(a reinstalled node or a man in the middle); verify it, then remove the old entry") from exc
+            rejected = exc
+        except Exception as exc:
+            error = self._connect_error(host, exc)
+            if error is None:
+                raise
+            raise error from exc
+        changed = HostKeyRejected(
+            f"host key of {host.target} does not match the one recorded in known_hosts - it CHANGED "
+            "(a reinstalled node or a man in the middle); verify it, then remove the old entry")
+        if self._lists(kwargs.get("known_hosts"), host):
+            raise changed from rejected  # never suggest --accept-new-host-keys: it would not (must not) help
+        if not (self.options.accept_new_host_keys and retry_after_accept):
             raise HostKeyRejected(
-                f"host key of {host.target} is not trusted ({exc}); verify it and add it to known_hosts, "
-                "or run with --accept-new-host-keys to record keys of new hosts") from exc
-        except asyncssh.PermissionDenied as exc:
-            raise AuthFailed(f"login refused for user {host.user or 'default'} ({exc.reason})") from exc
-        except asyncssh.DisconnectError as exc:
-            raise ConnectionLost(f"SSH connection closed: {exc.reason}") from exc
-        except socket.gaierror as exc:
-            raise ConnectFailed(f"cannot resolve {host.target}: {exc.strerror}") from exc
-        except (asyncio.TimeoutError, TimeoutError) as exc:
-            # asyncssh's connect_timeout bounds TCP, key exchange and authentication together.
-            raise ConnectFailed(f"no SSH login to {host.target} within {self.options.connect_timeout_s:g} s "
-                                "(connect, key exchange, authentication)") from exc
-        except ConnectionRefusedError as exc:
-            raise ConnectFailed(f"connection refused by {host.target}:{host.port or 22} "
-                                "(host up, nothing listening)") from exc
-        except OSError as exc:
-            raise ConnectFailed(f"cannot connect to {host.target}:{host.port or 22}: "
-                                f"{exc.strerror or exc}") from exc
+                f"host key of {host.target} is not trusted ({rejected}); verify it and add it to known_hosts, "
+                "or run with --accept-new-host-keys to record keys of new hosts") from rejected
+        try:
+            recorded = await self._record_new_key(host, tunnel)
+        except Exception as exc:
+            error = self._connect_error(host, exc)
+            if error is None:
+                raise
+            raise error from exc
+        if not recorded:
+            raise changed from rejected
+        return await self._connect(host, tunnel, retry_after_accept=False)
+
+    def _connect_error(self, host: Host, exc: Exception) -> TransportError | None:
+        """asyncssh's or the OS's connect failure as this module's; None for anything else."""
+        where = f"{host.target}:{host.port or 22}"
+        if isinstance(exc, asyncssh.PermissionDenied):
+            return AuthFailed(f"login refused for user {host.user or 'default'} ({exc.reason})")
+        if isinstance(exc, asyncssh.ConnectionLost) and exc.reason == "Login timeout expired":
+            # asyncssh's login timer starts once TCP is connected and bounds the banner, the key exchange and
+            # authentication: the same silent server as the connect timeout, so the same status.
+            return ConnectFailed(f"no SSH login to {host.target} within {self.options.login_timeout_s:g} s of "
+                                 "its TCP connect (--login-timeout: SSH banner, key exchange, authentication)",
+                                 reason=UnreachableReason.TIMEOUT)
+        if isinstance(exc, asyncssh.DisconnectError):
+            return ConnectionLost(f"SSH connection closed: {exc.reason}")
+        if isinstance(exc, asyncssh.ChannelOpenError):  # the bastion could not open a tunnel to the target
+            refused = "refused" in exc.reason.lower()  # OpenSSH's sshd passes on connect()'s strerror
+            return ConnectFailed(f"the bastion could not reach {where}: {exc.reason}",
+                                 reason=UnreachableReason.REFUSED if refused else UnreachableReason.NETWORK)
+        if isinstance(exc, socket.gaierror):
+            return ConnectFailed(f"cannot resolve {host.target}: {exc.strerror}", reason=UnreachableReason.DNS)
+        if isinstance(exc, UnicodeError):  # the IDNA codec: a label over 63 characters, or an empty one
+            return ConnectFailed(f"cannot resolve {host.target[:80]}: not a valid host name (each dot-separated "
+                                 "part must be 1 to 63 characters)", reason=UnreachableReason.DNS)
+        if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+            # asyncssh's connect_timeout bounds TCP, the banner, key exchange and authentication together.
+            return ConnectFailed(f"no SSH login to {host.target} within {self.options.connect_timeout_s:g} s "
+                                 "(--connect-timeout: TCP connect, SSH banner, key exchange, authentication)",
+                                 reason=UnreachableReason.TIMEOUT)
+        if isinstance(exc, ConnectionRefusedError):
+            return ConnectFailed(f"connection refused by {where} (host up, nothing listening)",
+                                 reason=UnreachableReason.REFUSED)
+        if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
+            return OutOfFiles(f"this machine ran out of open files ({exc.strerror}) before connecting to {where}")
+        if isinstance(exc, OSError):
+            return ConnectFailed(f"cannot connect to {where}: {exc.strerror or exc}",
+                                 reason=UnreachableReason.NETWORK)
+        return None
 
     async def run(self, host: Host, command: RemoteCommand) -> RemoteResult:
         if not self.options.keep_connections:

@@ -8,17 +8,18 @@ from gpudiag.checks.logs import log_findings
 from gpudiag.checks.node import NODE_CHECKS, host_unreachable
 from gpudiag.checks.settings import CheckSettings, SettingsError, with_overrides
 from gpudiag.logs.plan import LogPlan
-from gpudiag.model import Finding, HostStatus, NodeReadings
+from gpudiag.model import Finding, HostStatus, NodeReadings, UnreachableReason
 
 __all__ = ["CheckSettings", "SettingsError", "evaluate", "with_overrides"]
 
 
 def evaluate(host: str, status: HostStatus, error: str | None, node: NodeReadings | None,
-             settings: CheckSettings, logs: LogPlan | None = None) -> tuple[Finding, ...]:
+             settings: CheckSettings, logs: LogPlan | None = None, *,
+             unreachable_reason: UnreachableReason | None = None) -> tuple[Finding, ...]:
     """Every finding for one host, node-level first, then per GPU in index order, then the log evidence
     (``logs``: the host's log plan, which says what each signature means). GPU checks see the node around
     the GPU (topology, VM, the server's configuration) through one :class:`NodeFacts`."""
-    findings = list(host_unreachable(host, status, error))
+    findings = list(host_unreachable(host, status, error, unreachable_reason))
     if node is not None:
         for node_check in NODE_CHECKS:
             findings.extend(node_check(host, node, settings))

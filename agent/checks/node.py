@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpudiag.checks.settings import CheckSettings
-from gpudiag.model import Finding, HostStatus, NodeReadings, Severity, SmiStatus
+from gpudiag.model import Finding, HostStatus, NodeReadings, Severity, SmiStatus, UnreachableReason
 
 
 def nvidia_smi_health(host: str, node: NodeReadings, s: CheckSettings) -> tuple[Finding, ...]:
@@ -63,12 +63,17 @@ def probe_incomplete(host: str, node: NodeReadings, s: CheckSettings) -> tuple[F
                     evidence={"problems": len(reasons), "output_truncated": node.output_truncated}),)
 
 
-def host_unreachable(host: str, status: HostStatus, error: str | None) -> tuple[Finding, ...]:
-    """HOST_UNREACHABLE: the host did not answer (any status but ok/partial)."""
+def host_unreachable(host: str, status: HostStatus, error: str | None,
+                     reason: UnreachableReason | None = None) -> tuple[Finding, ...]:
+    """HOST_UNREACHABLE: the host did not answer (any status but ok/partial); ``reason``: why an unreachable
+    one was not reached (refused, timeout, dns, network), in the evidence when known."""
     if status.answered:
         return ()
+    evidence: dict[str, object] = {"status": status.value}
+    if reason is not None:
+        evidence["unreachable_reason"] = reason.value
     return (Finding(code="HOST_UNREACHABLE", severity=Severity.CRITICAL, host=host, gpu=None,
-                    summary=f"{status.value}: {error or 'no answer'}", evidence={"status": status.value}),)
+                    summary=f"{status.value}: {error or 'no answer'}", evidence=evidence),)
 
 
 NODE_CHECKS = (nvidia_smi_health, mixed_architectures, probe_incomplete)

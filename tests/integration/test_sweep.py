@@ -211,7 +211,8 @@ def test_silent_host_costs_the_connect_timeout_not_the_sweep(sshd_cluster, silen
     report = run_sweep([silent, *sshd_cluster.hosts("healthy")], connect_timeout_s=1.0)
     dead, healthy = report.hosts
     assert dead.status is HostStatus.UNREACHABLE
-    assert dead.error == "no SSH login to 127.0.0.1 within 1 s (connect, key exchange, authentication)"
+    assert dead.error == ("no SSH login to 127.0.0.1 within 1 s (--connect-timeout: TCP connect, SSH banner, "
+                          "key exchange, authentication)")
     assert healthy.status is HostStatus.OK
 
 
@@ -220,7 +221,8 @@ def test_wrong_host_key_is_rejected(sshd_cluster) -> None:  # type: ignore[no-un
     host = dataclasses.replace(host, known_hosts=str(sshd_cluster.wrong_key_known_hosts))
     result = only(run_sweep([host]))
     assert result.status is HostStatus.HOST_KEY_REJECTED
-    assert result.error is not None and result.error.startswith("host key of 127.0.0.2 is not trusted")
+    assert result.error is not None and result.error.startswith("host key of 127.0.0.2 does not match")
+    assert "--accept-new-host-keys" not in result.error  # a changed key is never for accept-new
     assert result.readings is None
 
 

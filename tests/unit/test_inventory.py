@@ -442,6 +442,15 @@ BROKEN = [
         id="no-hosts",
     ),
     pytest.param(
+        """
+        hosts:
+          gpu01:
+            user: "ubuntu\\0root"
+        """,
+        "{file}:3: hosts.gpu01.user: 'ubuntu\\x00root' holds a control character",
+        id="nul-in-user",
+    ),
+    pytest.param(
         "# nothing here yet\n",
         "{file}:1: the inventory is empty: list hosts under 'groups:' or 'hosts:'",
         id="empty-file",
@@ -526,6 +535,13 @@ def test_hosts_from_patterns() -> None:
         Host(name="login", user="ops", port=2222, identity_file="~/.ssh/k"),
     )
     assert hosts_from_patterns("gpu[01-100]")[-1] == Host(name="gpu100")
+
+
+@pytest.mark.parametrize("user", ["ops\x00root", "ops root", "ops\x1b]0;x\x07"])
+def test_a_user_with_a_nul_or_space_fails_before_any_connection(user: str) -> None:
+    with pytest.raises(InventoryError) as excinfo:
+        hosts_from_patterns(["gpu1"], user=user)
+    assert str(excinfo.value) == f"user {user!r} holds a space or a control character"
 
 
 @pytest.mark.parametrize(

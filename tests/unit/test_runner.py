@@ -151,3 +151,28 @@ def test_a_streaming_collector_bounds_its_own_rounds() -> None:
 
 def test_transport_error_base_is_an_error_status() -> None:
     assert TransportError("x").status is HostStatus.ERROR
+
+
+def test_this_machine_out_of_open_files_is_waited_out_not_the_hosts_failure() -> None:
+    from gpudiag.transport import OutOfFiles
+
+    tries: dict[str, int] = {}
+
+    async def handler(host: Host, command: RemoteCommand) -> RemoteResult:
+        tries[host.name] = tries.get(host.name, 0) + 1
+        if tries[host.name] <= 3:
+            raise OutOfFiles("this machine ran out of open files (Too many open files) before connecting to a:22")
+        return RemoteResult(exit_status=0, stdout=probe_output(), stderr=b"")
+
+    assert run([Host(name="a"), Host(name="b")], handler) == [("a", HostStatus.OK, None), ("b", HostStatus.OK, None)]
+    assert tries == {"a": 4, "b": 4}
+
+
+def test_out_of_open_files_past_the_deadline_is_an_error_that_says_whose() -> None:
+    from gpudiag.transport import OutOfFiles
+
+    async def handler(host: Host, command: RemoteCommand) -> RemoteResult:
+        raise OutOfFiles("this machine ran out of open files (Too many open files) before connecting to a:22")
+
+    assert run([Host(name="a")], handler, deadline_s=0.0, samples=1) == [
+        ("a", HostStatus.ERROR, "this machine ran out of open files (Too many open files) before connecting to a:22")]
