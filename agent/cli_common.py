@@ -100,7 +100,9 @@ def sweep_selected(request: SweepRequest, selected: SelectedHosts) -> SweepRepor
     from gpudiag.runner import sweep
 
     prepared = prepare(request, selected)
-    return run_async(sweep(prepared.hosts, open_transport(prepared), prepared.options, plans=prepared.plans))
+    # A lowered window (the open-file limit cannot hold the fan-out) is said once, before any connection.
+    return run_async(sweep(prepared.hosts, open_transport(prepared), prepared.options, plans=prepared.plans,
+                           on_note=lambda line: typer.echo(f"gpudiag: {line}", err=True)))
 
 
 def render_report(report: SweepReport, output: OutputRequest, *, color: bool = False) -> str:

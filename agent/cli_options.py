@@ -15,10 +15,13 @@ LIMIT = typer.Option([], "--limit", help="Only these groups or host patterns (re
 EXCLUDE = typer.Option([], "--exclude", help="Leave out these host patterns (repeatable).")
 FORMAT = typer.Option(OutputFormat.TABLE, "--format", "-f", help="table or json.")
 CONCURRENCY = typer.Option(256, "--concurrency", min=1, help="Hosts in flight at once.")
-CONNECT_TIMEOUT = typer.Option(10.0, "--connect-timeout", min=0.1, help="Seconds from TCP connect to a logged-in "
-                               "session (a dead host costs this much).")
-LOGIN_TIMEOUT = typer.Option(10.0, "--login-timeout", min=0.1, help="Seconds for the authentication step alone "
-                             "(within --connect-timeout).")
+CONNECT_TIMEOUT = typer.Option(10.0, "--connect-timeout", min=0.1, help="Seconds from the start of the TCP "
+                               "connect to a logged-in session: SSH banner, key exchange and authentication "
+                               "included (a dead host costs this much; the shorter of this and --login-timeout "
+                               "fires).")
+LOGIN_TIMEOUT = typer.Option(10.0, "--login-timeout", min=0.1, help="Seconds from the TCP connection made to a "
+                             "logged-in session: SSH banner, key exchange and authentication. Whichever of the "
+                             "two timeouts fires, the host is unreachable (timeout).")
 TIMEOUT = typer.Option(30.0, "--timeout", min=1.0, help="Per-host deadline for the collection (seconds); the "
                        "remote process is ended.")
 SAMPLES = typer.Option(5, "--samples", min=1, max=600, help="Samples per GPU.")
@@ -26,11 +29,12 @@ INTERVAL = typer.Option(0.5, "--interval", min=0.0, max=60.0, help="Seconds betw
 SOURCE = typer.Option(Source.AUTO, "--source", help="auto: NVML where the bundled binding loads on the node, else "
                       "nvidia-smi; nvidia-smi: never NVML.")
 KNOWN_HOSTS = typer.Option(None, "--known-hosts", help="known_hosts file to trust (default: ~/.ssh/known_hosts "
-                           "and gpudiag's own).")
+                           "and gpudiag's own); with --accept-new-host-keys, new keys are recorded in it.")
 SSH_CONFIG = typer.Option(None, "--ssh-config", "-F", help="OpenSSH client config to read instead of "
                           "~/.ssh/config (HostName, User, Port, IdentityFile...).")
 ACCEPT_NEW = typer.Option(False, "--accept-new-host-keys", help="Record keys of hosts never seen before (never "
-                          "changed ones) in gpudiag's known_hosts, like StrictHostKeyChecking=accept-new.")
+                          "changed ones), like StrictHostKeyChecking=accept-new: in --known-hosts FILE (or the "
+                          "inventory's known_hosts:) when given, else in gpudiag's own known_hosts.")
 LOG = typer.Option([], "--log", help="Also scan this log (repeatable): a path (~ is the node's home) or @kernel "
                    "(journalctl -k / dmesg: Xids).")
 PACK = typer.Option([], "--pack", help="A signature pack file (YAML) to use too (repeatable).")

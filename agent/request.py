@@ -166,6 +166,10 @@ def select_hosts(selection: HostSelection) -> SelectedHosts:
     settings: Mapping[str, object] = {}
     read_as = None
     user, port, identity_file = selection.user, selection.port, selection.identity_file
+    if user is not None:
+        from gpudiag.inventory import check_user
+
+        check_user(user)  # a NUL, a control character or a space fails before any connection
     if selection.inventory is not None:
         inventory = load_inventory(selection.inventory)
         hosts.extend(inventory.hosts)

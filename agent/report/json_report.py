@@ -30,18 +30,16 @@ from typing import Any
 from gpudiag.model import (
     SWEEP_SCHEMA,
     SWEEP_SCHEMAS_READ,
-    Finding,
     GpuLink,
     GpuReading,
     HostReport,
-    HostStatus,
     NodeContext,
     NodeReadings,
     SweepReport,
     reasons_mask,
 )
 from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
-from gpudiag.report.json_codec import Shape, decode, decode_value, encode, plain
+from gpudiag.report.json_codec import Shape, decode, encode, plain
 
 
 def summarize(report: SweepReport) -> dict[str, Any]:
@@ -77,22 +75,18 @@ def _shape(samples_detail: bool) -> Shape:
     }
 
 
+def _host_derived(shape: Shape) -> Any:
+    def derived(host: HostReport) -> dict[str, Any]:
+        # A host's readings are its "node" object, its GPUs listed beside it, then its findings.
+        return {"node": encode(host.readings, shape) if host.readings is not None else None,
+                "gpus": [encode(g, shape) for g in host.gpus],
+                "findings": [encode(f, shape) for f in host.findings]}
+    return derived
+
+
 def _host_document(host: HostReport, shape: Shape) -> dict[str, Any]:
-    # The scheduler's state is written only when a scheduler gave the hosts (--slurm-*): other sweeps' documents
-    # keep the keys they always had.
-    scheduler = ({"scheduler_state": host.scheduler_state, "scheduler_reason": host.scheduler_reason}
-                 if host.scheduler_state is not None else {})
-    return {
-        "host": host.host,
-        "address": host.address,
-        "status": plain(host.status),
-        "error": host.error,
-        **scheduler,
-        "duration_s": plain(host.duration_s),
-        "node": encode(host.readings, shape) if host.readings is not None else None,
-        "gpus": [encode(g, shape) for g in host.gpus],
-        "findings": [encode(f, shape) for f in host.findings],
-    }
+    """Every field of the host (walked, like everything else), then its node, GPUs and findings."""
+    return encode(host, {**shape, HostReport: (frozenset({"readings", "findings"}), _host_derived(shape))})
 
 
 def to_document(report: SweepReport, *, samples_detail: bool = False) -> dict[str, Any]:
@@ -158,17 +152,7 @@ def _host_from(doc: Mapping[str, Any], schema: str) -> HostReport:
     node = doc.get("node")
     if node is None and gpus:
         raise ValueError(f"host {doc['host']!r} lists GPUs but has no node object")
-    return HostReport(
-        host=str(doc["host"]),
-        address=doc.get("address"),
-        status=HostStatus(doc["status"]),
-        error=doc.get("error"),
-        readings=decode(NodeReadings, node, gpus=gpus) if node is not None else None,
-        findings=tuple(decode(Finding, f) for f in doc.get("findings") or ()),
-        duration_s=decode_value(float | None, doc.get("duration_s")),
-        scheduler_state=decode_value(str | None, doc.get("scheduler_state")),
-        scheduler_reason=decode_value(str | None, doc.get("scheduler_reason")),
-    )
+    return decode(HostReport, doc, readings=decode(NodeReadings, node, gpus=gpus) if node is not None else None)
 
 
 def from_document(doc: Mapping[str, Any]) -> SweepReport:

@@ -15,6 +15,7 @@ from gpudiag.model import (
     GpuLink,
     GpuReading,
     GpuSample,
+    HostReport,
     HostStatus,
     LogLine,
     LogMatch,
@@ -25,6 +26,7 @@ from gpudiag.model import (
     ServerFacts,
     Severity,
     SmiStatus,
+    UnreachableReason,
 )
 from gpudiag.report.json_report import from_document, render_json, to_document
 
@@ -117,7 +119,8 @@ def test_host_node_gpu_sample_finding_keys():
     doc = to_document(_report())
     host = doc["hosts"][1]
 
-    assert list(host) == ["host", "address", "status", "error", "duration_s", "node", "gpus", "findings"]
+    assert list(host) == [f.name for f in fields(HostReport) if f.name not in ("readings", "findings")] + [
+        "node", "gpus", "findings"]
     # Every field in declaration order (nothing listed by hand), then the derived values.
     def names(cls, skip=()):
         return [f.name for f in fields(cls) if f.name not in skip]
@@ -301,14 +304,15 @@ def test_a_schema_1_document_is_read_as_schema_2():
     assert from_document(doc) == _report()
 
 
-def test_scheduler_state_is_written_only_when_a_scheduler_gave_the_hosts():
+def test_scheduler_state_and_unreachable_reason_are_written_and_read_back():
     plain_report = _report()
-    assert all("scheduler_state" not in h for h in to_document(plain_report)["hosts"])
+    assert all(h["scheduler_state"] is None for h in to_document(plain_report)["hosts"])  # not reported
     drained = dataclasses.replace(plain_report.hosts[1], scheduler_state="drained", scheduler_reason="rma: fan")
-    report = dataclasses.replace(plain_report, hosts=(plain_report.hosts[0], drained, *plain_report.hosts[2:]))
-    host = to_document(report)["hosts"][1]
-    assert list(host)[:6] == ["host", "address", "status", "error", "scheduler_state", "scheduler_reason"]
-    assert (host["scheduler_state"], host["scheduler_reason"]) == ("drained", "rma: fan")
+    refused = dataclasses.replace(plain_report.hosts[3], unreachable_reason=UnreachableReason.REFUSED)
+    report = dataclasses.replace(plain_report, hosts=(plain_report.hosts[0], drained, plain_report.hosts[2], refused))
+    doc = to_document(report)
+    assert (doc["hosts"][1]["scheduler_state"], doc["hosts"][1]["scheduler_reason"]) == ("drained", "rma: fan")
+    assert doc["hosts"][3]["unreachable_reason"] == "refused"
     assert from_document(json.loads(render_json(report, samples_detail=True))) == report
 
 
