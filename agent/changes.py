@@ -15,6 +15,7 @@ when the host comes back.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import enum
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -117,6 +118,11 @@ class ChangeSet:
 
     def by_fingerprint(self) -> dict[str, FindingChange]:
         return {c.finding.fingerprint: c for c in self.findings}
+
+
+def epoch_of(iso: str) -> float:
+    """ISO 8601 (``Z`` or an offset) → seconds since the epoch."""
+    return dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
 # ------------------------------------------------------------------------------------------ fingerprints

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
+from gpudiag import cli_audit
 from gpudiag import cli_options as opt
 from gpudiag.report import OutputFormat
 
@@ -153,13 +154,25 @@ def sweep(
     pack: list[str] = opt.PACK,
     log_tail_mib: float = opt.LOG_TAIL_MIB,
     quiet: bool = opt.QUIET,
+    history: Path | None = cli_audit.HISTORY, keep_days: float | None = cli_audit.KEEP_DAYS,
+    history_lock_wait: float = cli_audit.LOCK_WAIT, only_changes: bool = cli_audit.ONLY_CHANGES,
+    flap_changes: int = cli_audit.FLAP_CHANGES, flap_window: int = cli_audit.FLAP_WINDOW,
+    notify: list[str] = cli_audit.NOTIFY, notify_cmd: str | None = cli_audit.NOTIFY_CMD,
+    renotify: str | None = cli_audit.RENOTIFY, prom_file: Path | None = cli_audit.PROM_FILE,
+    output: Path | None = cli_audit.OUTPUT,
 ) -> None:
     """Sweep hosts over SSH, read their GPUs and logs, and report what is wrong."""
+    from gpudiag.audit import AuditConfigError, audit, check
     from gpudiag.checks import SettingsError
     from gpudiag.inventory import InventoryError
     from gpudiag.transport import KeyLoadError
 
     try:
+        audit_options = cli_audit.audit_options(
+            history=history, keep_days=keep_days, lock_wait_s=history_lock_wait, only_changes=only_changes,
+            flap_changes=flap_changes, flap_window=flap_window, notify=notify, notify_cmd=notify_cmd,
+            renotify=renotify, prom_file=prom_file, output=output, quiet=quiet)
+        check(audit_options, fmt)
         logs = _log_options(log, pack, log_tail_mib)
         if demo:
             report = _run_demo(samples, interval, timeout, concurrency, logs)
@@ -180,15 +193,14 @@ def sweep(
                                 login_timeout=login_timeout, known_hosts=known_hosts,
                                 accept_new=accept_new_host_keys, ssh_config=ssh_config, source=source,
                                 raw_dir=save_raw, logs=logs)
-    except (InventoryError, KeyLoadError, SettingsError, CannotRun, ValueError) as exc:
+    except (InventoryError, KeyLoadError, SettingsError, CannotRun, AuditConfigError, ValueError) as exc:
         raise _fail(str(exc)) from None
-    code = report.exit_code
-    if not (quiet and code == 0):
-        from gpudiag.report import render
-
-        typer.echo(render(report, fmt, color=sys.stdout.isatty()) if fmt is OutputFormat.TABLE
-                   else render(report, fmt))
-    raise typer.Exit(code)
+    outcome = audit(report, fmt, audit_options, color=sys.stdout.isatty())
+    for line in outcome.stderr:
+        typer.echo(f"gpudiag: {line}", err=True)
+    if outcome.stdout:
+        typer.echo(outcome.stdout)
+    raise typer.Exit(outcome.exit_code)
 
 
 def _prepare(hosts: list[Host], settings: CheckSettings, *, samples: int, interval: float, timeout: float,
@@ -421,6 +433,7 @@ from gpudiag.cli_logs import grep, signatures  # noqa: E402 - they use the helpe
 
 app.command()(signatures)
 app.command()(grep)
+app.command("history")(cli_audit.history)
 
 
 def _click_classes(name: str) -> tuple[type[BaseException], ...]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpudiag.changes import ChangeSet, ChangeState, FlapRule, OpenFinding, PastRun, compare, gpu_keys
+from gpudiag.changes import ChangeSet, ChangeState, FlapRule, OpenFinding, PastRun, compare, epoch_of, gpu_keys
 from gpudiag.model import GpuReading, Severity, SweepReport
 from gpudiag.report.json_codec import encode, plain
 
@@ -72,11 +72,6 @@ class RecordedRun:
     run_id: int
     changes: ChangeSet
     pruned_runs: int = 0
-
-
-def epoch_s(iso: str) -> float:
-    """ISO 8601 (``Z`` or an offset) → seconds since the epoch."""
-    return dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
 def readings_json(gpu: GpuReading) -> str:
@@ -186,7 +181,7 @@ class History:
     def _insert(self, report: SweepReport, changes: ChangeSet, now: float) -> int:
         db = self._db
         cursor = db.execute("INSERT INTO runs (started_at, started_at_s, duration_s, exit_code, recorded_at_s) "
-                            "VALUES (?, ?, ?, ?, ?)", (report.started_at, epoch_s(report.started_at),
+                            "VALUES (?, ?, ?, ?, ?)", (report.started_at, epoch_of(report.started_at),
                                                        plain(report.duration_s), report.exit_code, now))
         run_id = int(cursor.lastrowid or 0)
         keys = gpu_keys(report)
@@ -292,4 +287,4 @@ def _translate(exc: sqlite3.OperationalError, path: Path, wait_s: float) -> Hist
 
 
 __all__ = ["HISTORY_SCHEMA", "MIGRATIONS", "ChangeState", "History", "HistoryError", "HistoryLocked",
-           "RecordedRun", "epoch_s", "readings_json"]
+           "RecordedRun", "readings_json"]
