@@ -14,6 +14,7 @@ import shlex
 import subprocess
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +51,7 @@ def targets(urls: tuple[str, ...], command: str | None) -> tuple[Target, ...]:
     for url in urls:
         if "://" not in url:
             raise NotifyConfigError(f"--notify {url}: expected a URL (https://…, or an Apprise URL)")
-        if not url.startswith(WEBHOOK_SCHEMES) and not _apprise_available():
+        if not url.startswith(WEBHOOK_SCHEMES) and not apprise_available():
             raise NotifyConfigError(f"--notify {_redact(url)}: this scheme needs Apprise "
                                     "(pip install 'gpudiag[notify]'); http(s) webhooks need nothing")
         out.append(Target(url=url))
@@ -65,9 +66,18 @@ def targets(urls: tuple[str, ...], command: str | None) -> tuple[Target, ...]:
     return tuple(out)
 
 
-def _apprise_available() -> bool:
+def _import_apprise() -> Any:
+    """The apprise module. Its import warns (DeprecationWarning: it shims the standard library's ``imghdr``
+    on Python 3.11/3.12); that is Apprise's business, not the operator's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import apprise
+    return apprise
+
+
+def apprise_available() -> bool:
     try:
-        import apprise  # noqa: F401
+        _import_apprise()
     except ImportError:
         return False
     return True
@@ -94,12 +104,13 @@ def _post(url: str, body: bytes, timeout_s: float) -> str | None:
 
 
 def _apprise(url: str, payload: Mapping[str, Any], body: str) -> str | None:
-    import apprise
-
-    sender = apprise.Apprise()
-    if not sender.add(url):
-        return "Apprise does not understand this URL"
-    return None if sender.notify(title=_title(payload), body=body) else "Apprise could not deliver it"
+    with warnings.catch_warnings():  # Apprise loads its plugins on first use: the same import warning
+        warnings.simplefilter("ignore", DeprecationWarning)
+        sender = _import_apprise().Apprise()
+        if not sender.add(url):
+            return "Apprise does not understand this URL"
+        delivered = sender.notify(title=_title(payload), body=body)
+    return None if delivered else "Apprise could not deliver it"
 
 
 def _run(argv: tuple[str, ...], body: bytes, timeout_s: float) -> str | None:

@@ -54,7 +54,9 @@ def test_run_record_change_resolve_and_notify(small_cluster, tmp_path: Path, web
     play(hosts_json, NODES)
     history = tmp_path / "state" / "history.sqlite"
     received_by_cmd = tmp_path / "cmd.jsonl"
-    notify_cmd = f"{sys.executable} -c 'import sys; open(sys.argv[1], \"a\").write(sys.stdin.read().replace(chr(10), \"\") + chr(10))' {received_by_cmd}"
+    # argv, no shell: the quotes group the program text as one argument, as a shell would
+    append = 'import sys; open(sys.argv[1], "a").write(sys.stdin.read().replace(chr(10), "") + chr(10))'
+    notify_cmd = f"{sys.executable} -c '{append}' {received_by_cmd}"
     args = ("sweep", "-i", str(inventory(cluster, tmp_path)), "--samples", "1", "--interval", "0",
             "--history", str(history), "--notify", webhook.url, "--notify-cmd", notify_cmd)
 

@@ -4,16 +4,17 @@ run's record, the run is kept, and the finding is sent on the next run."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from webhook import Webhook, running_webhook
-
 from gpudiag.audit import AuditOptions, audit, parse_duration
 from gpudiag.history import History
 from gpudiag.model import Finding, GpuReading, HostReport, HostStatus, NodeReadings, Severity, SweepReport
+from gpudiag.notify import apprise_available
 from gpudiag.report import OutputFormat
+from webhook import Webhook, running_webhook
 
 pytestmark = pytest.mark.integration
 T0 = 1_748_779_200.0
@@ -81,3 +82,16 @@ def test_notify_cmd_failure_is_one_line(tmp_path: Path) -> None:
     options = AuditOptions(history=tmp_path / "h.sqlite", notify_cmd="false", quiet=True)
     outcome = audit(run(0, True), OutputFormat.TABLE, options, clock=Clock())
     assert outcome.stderr == ("notification to --notify-cmd false failed: exited 1",) and outcome.exit_code == 2
+
+
+def test_apprise_delivers_other_schemes(tmp_path: Path, webhook: Webhook) -> None:
+    if not apprise_available():
+        pytest.skip("Apprise not installed: pip install 'gpudiag[notify]'")
+    url = "json://" + webhook.url.removeprefix("http://").split("?")[0]  # Apprise's JSON POST service
+    options = AuditOptions(history=tmp_path / "h.sqlite", notify_urls=(url,), quiet=True)
+    outcome = audit(run(0, True), OutputFormat.TABLE, options, clock=Clock())
+    assert outcome.stderr == ()
+    (body,) = webhook.bodies
+    assert body["title"] == "gpudiag: 1 new, 0 resolved, 0 still open"
+    sent = json.loads(body["message"])
+    assert [(f["state"], f["code"]) for f in sent["findings"]] == [("new", "ECC_UNCORRECTED")]

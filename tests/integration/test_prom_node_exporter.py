@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from gpudiag.audit import AuditOptions, audit
 from gpudiag.model import Finding, GpuReading, HostReport, HostStatus, NodeReadings, Severity, SweepReport
 from gpudiag.report import OutputFormat
@@ -47,9 +46,10 @@ def node_exporter(tmp_path: Path) -> Iterator[tuple[str, Path]]:
             try:
                 urllib.request.urlopen(url, timeout=2).read()
                 break
-            except OSError:
+            except OSError as exc:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"node_exporter did not start: {(tmp_path / 'node_exporter.log').read_text()}")
+                    why = (tmp_path / "node_exporter.log").read_text()
+                    raise RuntimeError(f"node_exporter did not start: {why}") from exc
                 time.sleep(0.1)
         yield url, folder
     finally:

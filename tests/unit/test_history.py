@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from builders import finding, gpu, host_report, sweep
-
 from gpudiag.changes import ChangeState, FlapRule, fingerprints, gpu_keys
 from gpudiag.history import HISTORY_SCHEMA, MIGRATIONS, History, HistoryError, HistoryLocked
 from gpudiag.model import HostStatus, Severity, SweepReport
@@ -66,7 +65,8 @@ def test_new_ongoing_resolved_across_runs(tmp_path: Path) -> None:
         assert ongoing.announced == ()
         resolved = history.record(healthy(20), now_s=T0).changes
         assert states(resolved) == [("resolved", "BUSY_LOW_POWER")]
-        assert resolved.findings[0].finding.fingerprint == "gpu01|uuid:GPU-00000000-0000-0000-0000-000000000001|BUSY_LOW_POWER"
+        fingerprint = "gpu01|uuid:GPU-00000000-0000-0000-0000-000000000001|BUSY_LOW_POWER"
+        assert resolved.findings[0].finding.fingerprint == fingerprint
         assert history.run_count() == 5
     db = sqlite3.connect(tmp_path / "h.sqlite")
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
