@@ -84,9 +84,6 @@ def check(options: AuditOptions, fmt: OutputFormat) -> None:
         raise AuditConfigError(f"--keep-days {options.keep_days:g}: expected a number of days above 0")
     if fmt is OutputFormat.HTML and options.output is None:
         raise AuditConfigError("--format html writes a file: give --output FILE")
-    for path, flag in ((options.prom_file, "--prom-file"), (options.output, "--output")):
-        if path is not None and not path.parent.is_dir():
-            raise AuditConfigError(f"{flag} {path}: no such folder {path.parent}")
     if options.prom_file is not None and options.prom_file.suffix != ".prom":
         raise AuditConfigError(f"--prom-file {options.prom_file}: node_exporter reads only *.prom files")
     try:
@@ -96,7 +93,9 @@ def check(options: AuditOptions, fmt: OutputFormat) -> None:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``PATH.tmp.<pid>``, fsync, rename over ``path``: a reader sees the old file or the new one."""
+    """Write ``PATH.tmp.<pid>``, fsync, rename over ``path``: a reader sees the old file or the new one.
+    The folder is created when missing (a first run from cron)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
     try:
         with open(tmp, "w", encoding="utf-8") as out:
