@@ -18,10 +18,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpudiag.changes import ChangeSet, ChangeState, FindingChange, FlapRule
 from gpudiag.model import SweepReport
 from gpudiag.report import OutputFormat
+
+if TYPE_CHECKING:
+    from gpudiag.history import History
+    from gpudiag.report.html import Trends
 
 EXIT_CANNOT_RUN = 3
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
@@ -131,8 +136,21 @@ def to_send(changes: ChangeSet, last_sent: dict[str, float], renotify_s: float |
     return tuple(chosen), frozenset(again)
 
 
+TREND_READINGS = ("utilization_pct", "power_pct_of_limit")  # the scatter's two axes, over time
+
+
+def _trends(report: SweepReport, history: History) -> Trends:
+    """Per GPU with a finding: the scatter's two readings over its recorded runs."""
+    from gpudiag.changes import gpu_keys
+
+    keys = gpu_keys(report)
+    flagged = {(f.host, f.gpu) for f in report.findings if f.gpu is not None and (f.host, f.gpu) in keys}
+    return {(host, index): tuple((name, history.trend(host, keys[(host, index)], name)) for name in TREND_READINGS)
+            for host, index in flagged}
+
+
 def _render(report: SweepReport, fmt: OutputFormat, changes: ChangeSet | None, run_id: int | None,
-            options: AuditOptions, color: bool) -> str:
+            options: AuditOptions, color: bool, history: History | None = None) -> str:
     from gpudiag.report import render
 
     if fmt is OutputFormat.JSON and changes is not None:
@@ -145,7 +163,7 @@ def _render(report: SweepReport, fmt: OutputFormat, changes: ChangeSet | None, r
     if fmt is OutputFormat.HTML:
         from gpudiag.report.html import render_html
 
-        return render_html(report, changes)
+        return render_html(report, changes, _trends(report, history) if history is not None else None)
     text = render(report, fmt, color=color) if fmt is OutputFormat.TABLE else render(report, fmt)
     if changes is not None and fmt is OutputFormat.TABLE:
         from gpudiag.report.changes_report import render_changes
@@ -170,7 +188,7 @@ def audit(report: SweepReport, fmt: OutputFormat, options: AuditOptions, *, colo
             history = History.open(options.history, lock_wait_s=options.lock_wait_s)
             recorded = history.record(report, flap=options.flap, keep_days=options.keep_days, now_s=clock())
             changes, run_id = recorded.changes, recorded.run_id
-        text = _render(report, fmt, changes, run_id, options, color)
+        text = _render(report, fmt, changes, run_id, options, color, history)
         if options.output is not None:
             write_atomic(options.output, text + "\n")
         if options.prom_file is not None:

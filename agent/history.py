@@ -228,6 +228,15 @@ class History:
                 "FROM findings WHERE run_id = ? ORDER BY fingerprint", (run_id,)))
         return PastRun(run_id=run_id, started_at=started_at, host_status=status, findings=findings)
 
+    def trend(self, host: str, gpu_key: str, reading: str, limit: int = 30) -> tuple[float | None, ...]:
+        """One reading of one GPU over its last ``limit`` recorded runs, oldest first (None: not reported)."""
+        if self.version() < 1:
+            return ()
+        rows = self._db.execute("SELECT readings FROM gpus WHERE host = ? AND gpu_key = ? ORDER BY run_id DESC "
+                                "LIMIT ?", (host, gpu_key, limit)).fetchall()
+        values = (json.loads(r[0]).get(reading) for r in reversed(rows))
+        return tuple(float(v) if isinstance(v, (int, float)) else None for v in values)
+
     def last_sent(self) -> dict[str, float]:
         """fingerprint → when it was last notified (seconds since the epoch)."""
         if self.version() < 2:

@@ -4,7 +4,8 @@ so it works as a mail attachment or on an air-gapped laptop. Pure: returns text.
 The page: the summary, the findings grouped by code with their hosts folded (``<details>``), the per-host
 table, what changed since the last run (with ``--history``), and a scatter of every GPU's utilization against
 its power as a share of its enforced limit (:meth:`gpudiag.model.GpuReading.power`), coloured by SM family,
-with the BUSY_LOW_POWER region shaded and each point naming its host and GPU on hover (an SVG ``<title>``).
+with the BUSY_LOW_POWER region shaded and each point naming its host and GPU on hover (an SVG ``<title>``),
+and, with history, a sparkline per flagged GPU (utilization and power share over the recorded runs).
 
 Inline SVG rather than a plotting library: one scatter with a shaded rectangle is ~60 lines, adds no
 dependency, and a library's HTML output would either fetch its JavaScript from a CDN or inline megabytes of it.
@@ -14,6 +15,7 @@ No script at all: hovering uses the browser's own tooltips.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from html import escape
 
 from gpudiag.changes import ChangeSet
@@ -167,8 +169,45 @@ def _changes(changes: ChangeSet | None) -> str:
         f"<th>runs</th></tr>{rows}</table>" if rows else "<p>No findings, before or now.</p>"))
 
 
-def render_html(report: SweepReport, changes: ChangeSet | None = None) -> str:
-    """The whole page."""
+# (host, GPU index) -> (reading, values over the recorded runs, oldest first)
+Trends = Mapping[tuple[str, int], tuple[tuple[str, tuple[float | None, ...]], ...]]
+SPARK_W, SPARK_H = 160, 28
+
+
+def sparkline(values: tuple[float | None, ...], top: float = 100.0) -> str:
+    """A small inline SVG line of ``values`` (0..``top``); a gap where a value is missing."""
+    if not values:
+        return ""
+    step = SPARK_W / max(len(values) - 1, 1)
+    runs: list[list[str]] = [[]]
+    for i, value in enumerate(values):
+        if value is None:
+            runs.append([])
+            continue
+        y = SPARK_H - 2 - (SPARK_H - 4) * max(0.0, min(value, top)) / top
+        runs[-1].append(f"{i * step:.1f},{y:.1f}")
+    lines = "".join(f'<polyline points="{" ".join(r)}" fill="none" stroke="#0072B2" stroke-width="1.5"/>'
+                    if len(r) > 1 else (f'<circle cx="{r[0].split(",")[0]}" cy="{r[0].split(",")[1]}" r="1.5" '
+                                        'fill="#0072B2"/>' if r else "") for r in runs)
+    return (f'<svg class="sparkline" xmlns="http://www.w3.org/2000/svg" width="{SPARK_W}" height="{SPARK_H}" '
+            f'viewBox="0 0 {SPARK_W} {SPARK_H}"><rect width="{SPARK_W}" height="{SPARK_H}" fill="#f4f4f4"/>'
+            f"{lines}</svg>")
+
+
+def _trends(trends: Trends | None) -> str:
+    if not trends:
+        return ""
+    rows = []
+    for (host, index), series in sorted(trends.items()):
+        cells = "".join(f"<td>{sparkline(values)}<br><small>{escape(name)}: "
+                        f"{'-' if values[-1] is None else f'{values[-1]:g}'} now</small></td>"
+                        for name, values in series if values)
+        rows.append(f"<tr><td>{escape(host)} GPU {index}</td>{cells}</tr>")
+    return ("<h2>Flagged GPUs over the recorded runs</h2><table id=\"trends\">" + "".join(rows) + "</table>")
+
+
+def render_html(report: SweepReport, changes: ChangeSet | None = None, trends: Trends | None = None) -> str:
+    """The whole page; ``trends``: per flagged GPU, readings over the recorded runs (with ``--history``)."""
     plotted = sum(1 for h in report.hosts for g in h.gpus if _point(g) is not None)
     missing = sum(len(h.gpus) for h in report.hosts) - plotted
     note = (f"<p>{missing} GPU{'s' if missing != 1 else ''} not plotted: no utilization or power share "
@@ -178,5 +217,5 @@ def render_html(report: SweepReport, changes: ChangeSet | None = None) -> str:
             "img-src data:\"><title>gpudiag sweep " + escape(report.started_at) + "</title><style>" + _CSS
             + "</style></head><body><h1>gpudiag sweep</h1>" + _summary(report)
             + "<h2>Utilization against power</h2>" + scatter_svg(report) + _legend(report) + note
-            + _changes(changes) + "<h2>Findings</h2>" + _findings(report) + "<h2>Hosts</h2>" + _hosts(report)
-            + "</body></html>")
+            + _changes(changes) + _trends(trends) + "<h2>Findings</h2>" + _findings(report)
+            + "<h2>Hosts</h2>" + _hosts(report) + "</body></html>")

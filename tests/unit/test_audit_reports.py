@@ -117,3 +117,17 @@ def test_output_and_quiet_without_history(tmp_path: Path) -> None:
     assert json.loads(out.read_text())["schema"] == "gpudiag.sweep/2"
     shown = audit(report(), OutputFormat.JSON, AuditOptions())
     assert json.loads(shown.stdout) == json.loads(out.read_text())
+
+
+def test_html_with_history_has_a_sparkline_per_flagged_gpu(tmp_path: Path) -> None:
+    options = AuditOptions(history=tmp_path / "h.sqlite", output=tmp_path / "r.html")
+    for minute, watts in ((0, 650.0), (5, 300.0), (10, 90.0)):
+        run = sweep(host_report("gpu01", gpus=[gpu(index=0), gpu(index=1, power_w=watts)],
+                                findings=[finding(gpu=1)] if watts < 400 else []),
+                    started_at=f"2025-06-01T12:{minute:02d}:00Z")
+        outcome = audit(run, OutputFormat.HTML, options, clock=lambda: T0)
+    page = (tmp_path / "r.html").read_text()
+    assert outcome.stdout == "" and page.count('<svg class="sparkline"') == 2  # utilization, power share
+    trends = page.split('<table id="trends">')[1].split("</table>")[0]
+    assert "gpu01 GPU 1" in trends and "gpu01 GPU 0" not in trends and "power_pct_of_limit: 12.9 now" in trends
+    assert trends.count("<polyline") == 2
