@@ -434,6 +434,7 @@ from gpudiag.cli_logs import grep, signatures  # noqa: E402 - they use the helpe
 app.command()(signatures)
 app.command()(grep)
 app.command("history")(cli_audit.history)
+app.command("exporter")(cli_audit.exporter)
 
 
 def _click_classes(name: str) -> tuple[type[BaseException], ...]:

@@ -74,4 +74,44 @@ def history(
         typer.echo(render_runs(rows) if host is None else render_gpu_rows(rows), nl=False)
 
 
-__all__ = ["AuditConfigError", "audit_options", "history"]
+__all__ = ["AuditConfigError", "audit_options", "exporter", "history"]
+
+
+def exporter(
+    targets: list[str] = typer.Argument(None, help="Hosts or patterns, as for sweep."),
+    inventory: Path | None = typer.Option(None, "--inventory", "-i", help="Inventory YAML file."),
+    listen: str = typer.Option("127.0.0.1:9835", "--listen", help="ADDRESS:PORT to serve /metrics on."),
+    every: float = typer.Option(30.0, "--every", min=0.0, help="Seconds from one refresh to the next."),
+    samples: int = typer.Option(2, "--samples", min=1, max=600, help="Samples per GPU per refresh."),
+    interval: float = typer.Option(0.5, "--interval", min=0.0, max=60.0, help="Seconds between samples."),
+    timeout: float = typer.Option(30.0, "--timeout", min=1.0, help="Per-host deadline of a refresh (seconds)."),
+    concurrency: int = typer.Option(256, "--concurrency", min=1, help="Hosts in flight at once."),
+    known_hosts: str | None = typer.Option(None, "--known-hosts", help="known_hosts file to trust."),
+) -> None:
+    """Keep one connection per host and serve /metrics for the whole fleet (Prometheus), each scrape answered
+    from the last refresh."""
+    from gpudiag import cli
+    from gpudiag.exporter import ExporterError, parse_listen, run_exporter
+    from gpudiag.inventory import InventoryError
+    from gpudiag.transport import KeyLoadError
+
+    try:
+        parse_listen(listen)
+        try:
+            import prometheus_client  # noqa: F401
+        except ImportError:
+            raise ExporterError("gpudiag exporter needs prometheus_client: pip install 'gpudiag[exporter]'") from None
+        hosts, overrides = cli._select_hosts(targets or [], inventory, None, None, None, [], [], False)
+        if not hosts:
+            raise ExporterError("no hosts to export: give targets or -i INVENTORY")
+        transport, options = cli._prepare(hosts, cli._settings(overrides, {}), samples=samples, interval=interval,
+                                          timeout=timeout, concurrency=concurrency, connect_timeout=10.0,
+                                          login_timeout=10.0, known_hosts=known_hosts, accept_new=False,
+                                          keep_connections=True)
+        cli.run_async(run_exporter(hosts, transport, options, listen=listen, every_s=every))
+    except (ExporterError, InventoryError, KeyLoadError, cli.CannotRun, ValueError) as exc:
+        typer.echo(f"gpudiag: {exc}", err=True)
+        raise typer.Exit(3) from None
+    except KeyboardInterrupt:
+        typer.echo("gpudiag: exporter stopped", err=True)
+        raise typer.Exit(130) from None

@@ -101,37 +101,55 @@ def _number(value: float | int) -> str:
                                                             ("+Inf" if value > 0 else "-Inf"))
 
 
-def _block(name: str, help_text: str, samples: list[tuple[str, float | int]]) -> list[str]:
-    help_text = help_text.replace("\\", "\\\\").replace("\n", "\\n")
-    return [f"# HELP {name} {help_text}", f"# TYPE {name} gauge",
-            *(f"{name}{labels} {_number(value)}" for labels, value in samples)]
+Labels = tuple[tuple[str, str], ...]
 
 
-def render_prometheus(report: SweepReport) -> str:
-    """The report as textfile-collector text (ends with a newline)."""
-    lines: list[str] = []
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Family:
+    """One metric and its samples: what the text file and ``gpudiag exporter`` (prometheus_client) both show."""
+
+    name: str
+    help: str
+    label_names: tuple[str, ...]
+    samples: tuple[tuple[Labels, float | int], ...]
+
+
+def families(report: SweepReport) -> tuple[Family, ...]:
+    """Every metric of :data:`GPU_METRICS` and :data:`METRICS` with its samples for ``report``."""
+    out = []
+    gpu_labels = ("host", "gpu", "uuid", "sm")
     for metric in GPU_METRICS:
         samples = []
         for host in report.hosts:
             for gpu in host.gpus:
                 value = metric.value(gpu)
                 if value is not None:
-                    labels = _labels((("host", host.host), ("gpu", str(gpu.index)), ("uuid", gpu.uuid or ""),
-                                      ("sm", gpu.sm or "")))
-                    samples.append((labels, value))
-        lines += _block(metric.name, metric.help, samples)
-    lines += _block("gpudiag_host_up", METRICS["gpudiag_host_up"],
-                    [(_labels([("host", h.host)]), int(h.status.answered)) for h in report.hosts])
-    lines += _block("gpudiag_host_status", METRICS["gpudiag_host_status"],
-                    [(_labels([("host", h.host), ("status", h.status.value)]), 1) for h in report.hosts])
+                    labels = (host.host, str(gpu.index), gpu.uuid or "", gpu.sm or "")
+                    samples.append((tuple(zip(gpu_labels, labels, strict=True)), value))
+        out.append(Family(name=metric.name, help=metric.help, label_names=gpu_labels, samples=tuple(samples)))
     open_findings = Counter((f.host, "" if f.gpu is None else str(f.gpu), f.code, f.severity.label)
                             for f in report.findings)
-    lines += _block("gpudiag_finding", METRICS["gpudiag_finding"],
-                    [(_labels(zip(("host", "gpu", "code", "severity"), key, strict=True)), n)
-                     for key, n in sorted(open_findings.items())])
-    lines += _block("gpudiag_run_timestamp_seconds", METRICS["gpudiag_run_timestamp_seconds"],
-                    [("", epoch_of(report.started_at))])
-    lines += _block("gpudiag_run_duration_seconds", METRICS["gpudiag_run_duration_seconds"],
-                    [("", report.duration_s)])
-    lines += _block("gpudiag_run_exit_code", METRICS["gpudiag_run_exit_code"], [("", report.exit_code)])
+    finding_labels = ("host", "gpu", "code", "severity")
+    rows: tuple[tuple[str, tuple[str, ...], tuple[tuple[Labels, float | int], ...]], ...] = (
+        ("gpudiag_host_up", ("host",), tuple(((("host", h.host),), int(h.status.answered)) for h in report.hosts)),
+        ("gpudiag_host_status", ("host", "status"),
+         tuple(((("host", h.host), ("status", h.status.value)), 1) for h in report.hosts)),
+        ("gpudiag_finding", finding_labels,
+         tuple((tuple(zip(finding_labels, key, strict=True)), n) for key, n in sorted(open_findings.items()))),
+        ("gpudiag_run_timestamp_seconds", (), (((), epoch_of(report.started_at)),)),
+        ("gpudiag_run_duration_seconds", (), (((), report.duration_s),)),
+        ("gpudiag_run_exit_code", (), (((), report.exit_code),)),
+    )
+    out += [Family(name=name, help=METRICS[name], label_names=names, samples=samples) for name, names, samples in rows]
+    return tuple(out)
+
+
+def render_prometheus(report: SweepReport) -> str:
+    """The report as textfile-collector text (ends with a newline)."""
+    lines: list[str] = []
+    for family in families(report):
+        help_text = family.help.replace("\\", "\\\\").replace("\n", "\\n")
+        lines += [f"# HELP {family.name} {help_text}", f"# TYPE {family.name} gauge"]
+        lines += [f"{family.name}{_labels(labels) if labels else ''} {_number(value)}"
+                  for labels, value in family.samples]
     return "\n".join(lines) + "\n"
