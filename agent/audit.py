@@ -1,8 +1,10 @@
 """The scheduled audit: what ``gpudiag sweep`` does after the sweep when it runs from cron or a systemd timer.
 Records the run in the history, works out what changed, sends notifications that do not repeat, writes the
 Prometheus textfile and the report file. Prints nothing: :func:`audit` returns what the CLI should print on
-stdout and stderr and the exit code, so the sweep command adds only :func:`check` before the sweep and
-:func:`audit` after it.
+stdout and stderr and the exit code. The options are part of the sweep's typed request
+(``SweepRequest.audit``, checked by :func:`check` when the request is built, before any connection); the sweep
+command calls :func:`audit` at its end, after the Slurm drain step when Slurm gave the hosts, so that what is
+recorded and written carries each node's Slurm state and the report's ``slurm`` block.
 
 Order of a run: (1) one history transaction: compare with the last runs, record this one, prune; (2) the
 report text, the ``--output`` file and the ``--prom-file``; (3) notifications, then one short transaction
@@ -15,10 +17,10 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from gpudiag.changes import ChangeSet, ChangeState, FindingChange, FlapRule
 from gpudiag.model import SweepReport
@@ -31,6 +33,18 @@ if TYPE_CHECKING:
 EXIT_CANNOT_RUN = 3
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNIT_S = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+class ReportOutput(Protocol):
+    """How the report is printed: :class:`gpudiag.request.OutputRequest` (not imported: the request imports
+    this module to check its audit options)."""
+
+    @property
+    def format(self) -> OutputFormat: ...
+    @property
+    def quiet(self) -> bool: ...
+    @property
+    def samples_detail(self) -> bool: ...
 
 
 class AuditConfigError(ValueError):
@@ -49,7 +63,7 @@ def parse_duration(text: str, flag: str = "--renotify") -> float:
 class AuditOptions:
     """The scheduled-audit flags of ``gpudiag sweep``, parsed once."""
 
-    history: Path | None = None  # --history PATH (or the inventory's history:)
+    history: Path | None = None  # --history PATH
     keep_days: float | None = None  # --keep-days N: prune runs older than this
     lock_wait_s: float = 10.0  # --history-lock-wait S: then one line and exit 3
     only_changes: bool = False  # --only-changes: print only new and resolved findings
@@ -59,7 +73,6 @@ class AuditOptions:
     renotify_s: float | None = None  # --renotify 12h: send a finding still open again after this long
     prom_file: Path | None = None  # --prom-file PATH
     output: Path | None = None  # --output FILE: the report, any format
-    quiet: bool = False  # --quiet
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,6 +81,7 @@ class AuditOutcome:
 
     stdout: str  # empty: print nothing
     stderr: tuple[str, ...] = ()
+    report_shown: bool = False  # stdout is the whole report (with the caller's ``tail``), not only the changes
     exit_code: int = 0
     run_id: int | None = None
     changes: ChangeSet | None = None
@@ -149,23 +163,28 @@ def _trends(report: SweepReport, history: History) -> Trends:
             for host, index in flagged}
 
 
-def _render(report: SweepReport, fmt: OutputFormat, changes: ChangeSet | None, run_id: int | None,
-            options: AuditOptions, color: bool, history: History | None = None) -> str:
-    from gpudiag.report import render
+def _render(report: SweepReport, output: ReportOutput, changes: ChangeSet | None, run_id: int | None,
+            options: AuditOptions, color: bool, history: History | None = None,
+            extra: Mapping[str, object] | None = None, tail: str = "") -> str:
+    fmt = output.format
+    if fmt is OutputFormat.JSON:
+        from gpudiag.report.json_report import dumps, to_document
 
-    if fmt is OutputFormat.JSON and changes is not None:
-        import json
+        document = to_document(report, samples_detail=output.samples_detail)
+        if changes is not None:
+            from gpudiag.report.changes_report import annotate
 
-        from gpudiag.report.changes_report import annotate
-        from gpudiag.report.json_report import to_document
-
-        return json.dumps(annotate(to_document(report), report, changes, run_id), indent=2, allow_nan=False)
+            document = annotate(document, report, changes, run_id)
+        document.update(extra or {})
+        return dumps(document)
     if fmt is OutputFormat.HTML:
         from gpudiag.report.html import render_html
 
         return render_html(report, changes, _trends(report, history) if history is not None else None)
-    text = render(report, fmt, color=color) if fmt is OutputFormat.TABLE else render(report, fmt)
-    if changes is not None and fmt is OutputFormat.TABLE:
+    from gpudiag.report import render
+
+    text = render(report, fmt, color=color) + (f"\n{tail}" if tail else "")
+    if changes is not None:
         from gpudiag.report.changes_report import render_changes
 
         said = render_changes(changes, options.flap)
@@ -173,9 +192,14 @@ def _render(report: SweepReport, fmt: OutputFormat, changes: ChangeSet | None, r
     return text
 
 
-def audit(report: SweepReport, fmt: OutputFormat, options: AuditOptions, *, color: bool = False,
-          clock: Callable[[], float] = time.time) -> AuditOutcome:
-    """After the sweep: record, compare, write, notify. Returns what to print and the exit code."""
+def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, color: bool = False,
+          clock: Callable[[], float] = time.time, extra: Mapping[str, object] | None = None, tail: str = "",
+          loud: bool = False) -> AuditOutcome:
+    """After the sweep: record, compare, write, notify. Returns what to print and the exit code.
+
+    ``extra``: top-level keys added to the JSON document (the Slurm step's ``slurm`` block); ``tail``: lines
+    printed after the table (the Slurm states and actions); ``loud``: print the report even with ``--quiet``
+    when all is well (there were drain actions), unless it went to ``--output``."""
     from gpudiag.history import History, HistoryError
     from gpudiag.notify import send, targets
 
@@ -188,7 +212,7 @@ def audit(report: SweepReport, fmt: OutputFormat, options: AuditOptions, *, colo
             history = History.open(options.history, lock_wait_s=options.lock_wait_s)
             recorded = history.record(report, flap=options.flap, keep_days=options.keep_days, now_s=clock())
             changes, run_id = recorded.changes, recorded.run_id
-        text = _render(report, fmt, changes, run_id, options, color, history)
+        text = _render(report, output, changes, run_id, options, color, history, extra, tail)
         if options.output is not None:
             write_atomic(options.output, text + "\n")
         if options.prom_file is not None:
@@ -218,16 +242,17 @@ def audit(report: SweepReport, fmt: OutputFormat, options: AuditOptions, *, colo
         if history is not None:
             history.close()
     code = report.exit_code
+    shown = False
     if options.only_changes:
-        stdout = _only_changes(changes, fmt, options) if changes is not None else ""
-    elif options.quiet and (options.output is not None or code == 0):
+        stdout = _only_changes(changes, output.format, options) if changes is not None else ""
+    elif output.quiet and (options.output is not None or (code == 0 and not loud)):
         stdout = ""
-    elif fmt is OutputFormat.HTML:
+    elif output.format is OutputFormat.HTML:
         stdout = ""  # the page went to --output
     else:
-        stdout = text
+        stdout, shown = text, True
     return AuditOutcome(stdout=stdout, stderr=tuple(errors), exit_code=code, run_id=run_id, changes=changes,
-                        notified=notified)
+                        notified=notified, report_shown=shown)
 
 
 def _only_changes(changes: ChangeSet, fmt: OutputFormat, options: AuditOptions) -> str:
@@ -236,7 +261,7 @@ def _only_changes(changes: ChangeSet, fmt: OutputFormat, options: AuditOptions) 
     if fmt is OutputFormat.JSON:
         if not changes.announced and not changes.hosts:
             return ""
-        import json
+        from gpudiag.report.json_report import dumps
 
-        return json.dumps(changes_document(changes, changes.announced), indent=2, allow_nan=False)
+        return dumps(changes_document(changes, changes.announced))
     return render_changes(changes, options.flap)

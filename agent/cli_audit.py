@@ -1,15 +1,32 @@
-"""The scheduled-audit flags of ``gpudiag sweep`` (typer option objects, defined once) and the ``gpudiag history``
-command. The sweep command passes its values to :func:`audit_options` and hands the result to
-:mod:`gpudiag.audit`; this module prints only in ``history``."""
+"""The scheduled audit on the command line: the audit flags of ``gpudiag sweep`` (typer option objects, defined
+once), the sweep's last step (:func:`finish`), and the ``gpudiag history`` and ``gpudiag exporter`` commands.
+
+A command module (like agent/cli_logs.py and agent/cli_slurm.py): it imports agent/cli_common.py, never
+agent/cli.py, which registers its commands. ``sweep`` turns the flags into one
+:class:`~gpudiag.audit.AuditOptions` (:func:`audit_options`) in its request (``SweepRequest.audit``, checked
+when the request is built, before any connection) and ends with :func:`finish`, after the Slurm drain step
+when Slurm gave the hosts.
+"""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from gpudiag.audit import AuditConfigError, AuditOptions, parse_duration
-from gpudiag.changes import FlapRule
+
+from gpudiag import cli_options as opt
+from gpudiag.choices import HistoryFormat
+from gpudiag.cli_common import configuration_errors, fail, run_async, selected_hosts
+from gpudiag.report import OutputFormat
+
+if TYPE_CHECKING:
+    from gpudiag.audit import AuditOptions
+    from gpudiag.cli_slurm import Drained
+    from gpudiag.model import SweepReport
+    from gpudiag.request import SweepRequest
 
 HISTORY = typer.Option(None, "--history", help="Record each run in this SQLite file and say what changed "
                        "(e.g. ~/.local/state/gpudiag/history.sqlite).")
@@ -34,12 +51,36 @@ OUTPUT = typer.Option(None, "--output", "-o", help="Also write the report (any -
 
 def audit_options(*, history: Path | None, keep_days: float | None, lock_wait_s: float, only_changes: bool,
                   flap_changes: int, flap_window: int, notify: list[str], notify_cmd: str | None,
-                  renotify: str | None, prom_file: Path | None, output: Path | None, quiet: bool) -> AuditOptions:
-    """The flags as one :class:`AuditOptions`; :class:`AuditConfigError` (one line) for a bad value."""
+                  renotify: str | None, prom_file: Path | None, output: Path | None) -> AuditOptions:
+    """The flags as one :class:`AuditOptions`; :class:`~gpudiag.audit.AuditConfigError` (one line) for a bad
+    ``--renotify``. The rest is checked with the output format when the request is built."""
+    from gpudiag.audit import AuditOptions, parse_duration
+    from gpudiag.changes import FlapRule
+
     return AuditOptions(history=history, keep_days=keep_days, lock_wait_s=lock_wait_s, only_changes=only_changes,
                         flap=FlapRule(changes=flap_changes, window=flap_window), notify_urls=tuple(notify),
                         notify_cmd=notify_cmd, renotify_s=parse_duration(renotify) if renotify else None,
-                        prom_file=prom_file, output=output, quiet=quiet)
+                        prom_file=prom_file, output=output)
+
+
+def finish(report: SweepReport, request: SweepRequest, drained: Drained | None = None) -> int:
+    """The end of ``sweep``: record, compare, write the files and notify as ``request.audit`` asks, then print
+    the report (with the Slurm step's block and lines when ``drained``); returns the exit code."""
+    from gpudiag.audit import AuditOptions, audit
+
+    output = request.output
+    outcome = audit(report, output, request.audit or AuditOptions(), color=sys.stdout.isatty(),
+                    extra=drained.document(request) if drained is not None else None,
+                    tail=drained.tail(report, request) if drained is not None else "",
+                    loud=drained is not None and bool(drained.actions))
+    if outcome.stdout:
+        typer.echo(outcome.stdout)
+    if drained is not None and (output.format is not OutputFormat.TABLE or not outcome.report_shown):
+        for action in drained.actions:  # said on stderr where stdout does not list them
+            typer.echo(f"gpudiag: {action.line}", err=True)
+    for line in outcome.stderr:
+        typer.echo(f"gpudiag: {line}", err=True)
+    return outcome.exit_code
 
 
 def history(
@@ -47,71 +88,76 @@ def history(
     host: str | None = typer.Option(None, "--host", help="One host's recorded readings and findings."),
     gpu: str | None = typer.Option(None, "--gpu", help="With --host: one GPU (index or UUID)."),
     last: int = typer.Option(20, "--last", min=1, help="How many rows."),
-    fmt: str = typer.Option("table", "--format", "-f", help="table or json."),
+    fmt: HistoryFormat = typer.Option(HistoryFormat.TABLE, "--format", "-f", help="table or json."),
 ) -> None:
     """Show the recorded runs, or one host's (or GPU's) recent readings and findings."""
     from gpudiag.history import History, HistoryError
     from gpudiag.report.history_table import render_gpu_rows, render_runs
 
-    if fmt not in ("table", "json"):
-        typer.echo(f"gpudiag: --format {fmt}: choose table or json", err=True)
-        raise typer.Exit(3)
     if gpu is not None and host is None:
-        typer.echo("gpudiag: --gpu needs --host", err=True)
-        raise typer.Exit(3)
+        raise fail("--gpu needs --host")
     if not path.expanduser().is_file():
-        typer.echo(f"gpudiag: {path}: no such history file", err=True)
-        raise typer.Exit(3)
+        raise fail(f"{path}: no such history file")
     try:
         with History.open(path) as recorded:
             rows = recorded.runs(last) if host is None else recorded.gpu_rows(host, gpu, last)
     except HistoryError as exc:
-        typer.echo(f"gpudiag: {exc}", err=True)
-        raise typer.Exit(3) from None
-    if fmt == "json":
+        raise fail(str(exc)) from None
+    if fmt is HistoryFormat.JSON:
         typer.echo(json.dumps(rows, indent=2))
     else:
         typer.echo(render_runs(rows) if host is None else render_gpu_rows(rows), nl=False)
 
 
-__all__ = ["AuditConfigError", "audit_options", "exporter", "history"]
-
-
 def exporter(
     targets: list[str] = typer.Argument(None, help="Hosts or patterns, as for sweep."),
-    inventory: Path | None = typer.Option(None, "--inventory", "-i", help="Inventory YAML file."),
+    inventory: Path | None = opt.INVENTORY,
+    user: str | None = opt.USER,
+    port: int | None = opt.PORT,
+    identity_file: str | None = opt.IDENTITY_FILE,
+    limit: list[str] = opt.LIMIT,
+    exclude: list[str] = opt.EXCLUDE,
     listen: str = typer.Option("127.0.0.1:9835", "--listen", help="ADDRESS:PORT to serve /metrics on."),
     every: float = typer.Option(30.0, "--every", min=0.0, help="Seconds from one refresh to the next."),
     samples: int = typer.Option(2, "--samples", min=1, max=600, help="Samples per GPU per refresh."),
-    interval: float = typer.Option(0.5, "--interval", min=0.0, max=60.0, help="Seconds between samples."),
-    timeout: float = typer.Option(30.0, "--timeout", min=1.0, help="Per-host deadline of a refresh (seconds)."),
-    concurrency: int = typer.Option(256, "--concurrency", min=1, help="Hosts in flight at once."),
-    known_hosts: str | None = typer.Option(None, "--known-hosts", help="known_hosts file to trust."),
+    interval: float = opt.INTERVAL,
+    timeout: float = opt.TIMEOUT,
+    concurrency: int = opt.CONCURRENCY,
+    connect_timeout: float = opt.CONNECT_TIMEOUT,
+    known_hosts: str | None = opt.KNOWN_HOSTS,
+    ssh_config: Path | None = opt.SSH_CONFIG,
 ) -> None:
     """Keep one connection per host and serve /metrics for the whole fleet (Prometheus), each scrape answered
     from the last refresh."""
-    from gpudiag import cli
     from gpudiag.exporter import ExporterError, parse_listen, run_exporter
-    from gpudiag.inventory import InventoryError
-    from gpudiag.transport import KeyLoadError
+    from gpudiag.request import HostSelection, SshRequest, SweepRequest, open_transport, prepare
+    from gpudiag.runner import SweepOptions
 
+    errors: tuple[type[Exception], ...] = (ExporterError, *configuration_errors())
     try:
         parse_listen(listen)
         try:
             import prometheus_client  # noqa: F401
         except ImportError:
             raise ExporterError("gpudiag exporter needs prometheus_client: pip install 'gpudiag[exporter]'") from None
-        hosts, overrides = cli._select_hosts(targets or [], inventory, None, None, None, [], [], False)
-        if not hosts:
+        # stream: as for watch, one collector per host stays on its kept connection and answers every refresh.
+        request = SweepRequest(
+            hosts=HostSelection(targets=tuple(targets or ()), inventory=inventory, user=user, port=port,
+                                identity_file=identity_file, limit=tuple(limit), exclude=tuple(exclude)),
+            ssh=SshRequest(connect_timeout_s=connect_timeout, known_hosts=known_hosts, ssh_config=ssh_config),
+            sweep=SweepOptions(samples=samples, interval_s=interval, deadline_s=timeout, concurrency=concurrency,
+                               stream=True))
+        selected = selected_hosts(request.hosts)
+        if not selected.hosts:
             raise ExporterError("no hosts to export: give targets or -i INVENTORY")
-        transport, options = cli._prepare(hosts, cli._settings(overrides, {}), samples=samples, interval=interval,
-                                          timeout=timeout, concurrency=concurrency, connect_timeout=10.0,
-                                          login_timeout=10.0, known_hosts=known_hosts, accept_new=False,
-                                          keep_connections=True)
-        cli.run_async(run_exporter(hosts, transport, options, listen=listen, every_s=every))
-    except (ExporterError, InventoryError, KeyLoadError, cli.CannotRun, ValueError) as exc:
-        typer.echo(f"gpudiag: {exc}", err=True)
-        raise typer.Exit(3) from None
+        prepared = prepare(request, selected)
+    except errors as exc:
+        raise fail(str(exc)) from None
+    try:
+        run_async(run_exporter(prepared.hosts, open_transport(prepared), prepared.options, plans=prepared.plans,
+                               listen=listen, every_s=every))
+    except ExporterError as exc:  # the address cannot be listened on
+        raise fail(str(exc)) from None
     except KeyboardInterrupt:
         typer.echo("gpudiag: exporter stopped", err=True)
         raise typer.Exit(130) from None

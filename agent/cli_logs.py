@@ -1,7 +1,8 @@
 """``gpudiag signatures`` and ``gpudiag grep``: the log-evidence commands, registered on the app by gpudiag.cli.
 
-Part of the command-line layer (with agent/cli.py, the only code that prints or sets the exit code); the
-helpers they share with ``sweep`` (host selection, the sweep itself, the demo) come from gpudiag.cli.
+Part of the command-line layer (with agent/cli.py, the only code that prints or sets the exit code); what
+they share with ``sweep`` (the request, the sweep itself, the demo) comes from gpudiag.cli_common and
+gpudiag.request, never from gpudiag.cli (which imports this module).
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+
 from gpudiag import cli_options as opt
+from gpudiag.cli_common import configuration_errors, fail, sweep_report
 
 
 def signatures(
@@ -17,7 +20,6 @@ def signatures(
                                    "and show (repeatable)."),
 ) -> None:
     """List the signature packs: their configuration echoes, signatures and expectations."""
-    from gpudiag.cli import _fail
     from gpudiag.logs import PackError, Registry
     from gpudiag.report.logs_report import render_signatures
 
@@ -25,10 +27,10 @@ def signatures(
     try:
         registry = Registry.with_builtins(files)
     except PackError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     unknown = [p for p in pack if p not in files and p not in registry.packs]
     if unknown:
-        raise _fail(f"--pack {unknown[0]}: no such pack (known: {', '.join(registry.packs)}; or give a file)")
+        raise fail(f"--pack {unknown[0]}: no such pack (known: {', '.join(registry.packs)}; or give a file)")
     chosen = [registry.packs[p] for p in pack if p in registry.packs] + [
         p for p in registry.packs.values() if p.origin in files]
     typer.echo(render_signatures(dict.fromkeys(chosen) if pack else registry.packs.values()))
@@ -62,25 +64,25 @@ def grep(
     """Run one signature across hosts' logs; hosts with identical output are shown once.
 
     Exit 0 when a line matched somewhere, 1 when none did, 2 when a host or a log could not be read."""
-    from gpudiag.checks import CheckSettings
-    from gpudiag.cli import CannotRun, _fail, _log_options, _run_demo, _run_sweep, _select_hosts
-    from gpudiag.inventory import InventoryError
+    from gpudiag.logs import LogOptions
     from gpudiag.report.logs_report import grep_document, grep_exit_code, render_grep
-    from gpudiag.transport import KeyLoadError
+    from gpudiag.request import HostSelection, SshRequest, SweepRequest
+    from gpudiag.runner import SweepOptions
 
+    # A log search reads no GPU (and so no topology); the inventory's GPU thresholds do not apply.
+    logs = LogOptions(paths=tuple(log), pack_files=tuple(pack), tail_mib=log_tail_mib, only_signature=signature,
+                      keep=lines)
+    request = SweepRequest(
+        hosts=HostSelection(targets=tuple(targets or ()), inventory=inventory, user=user, port=port,
+                            identity_file=identity_file, limit=tuple(limit), exclude=tuple(exclude), local=local),
+        ssh=SshRequest(connect_timeout_s=connect_timeout, login_timeout_s=login_timeout, known_hosts=known_hosts,
+                       ssh_config=ssh_config, accept_new_host_keys=accept_new_host_keys),
+        sweep=SweepOptions(samples=1, interval_s=0.0, deadline_s=timeout, concurrency=concurrency, logs=logs,
+                           gpus=False, context=False),
+        inventory_settings=False, demo=demo)
     try:
-        logs = _log_options(log, pack, log_tail_mib, signature=signature, keep=lines)
-        if demo:
-            report = _run_demo(1, 0.0, timeout, concurrency, logs, gpus=False)
-        else:
-            hosts, _ = _select_hosts(targets or [], inventory, user, port, identity_file, limit, exclude, local)
-            if not hosts:
-                raise CannotRun("no hosts to search: give targets, -i INVENTORY, --local or --demo")
-            report = _run_sweep(hosts, CheckSettings(), samples=1, interval=0.0, timeout=timeout,
-                                concurrency=concurrency, connect_timeout=connect_timeout, login_timeout=login_timeout,
-                                known_hosts=known_hosts, accept_new=accept_new_host_keys, ssh_config=ssh_config,
-                                logs=logs, gpus=False)
-    except (InventoryError, KeyLoadError, CannotRun, ValueError) as exc:
-        raise _fail(str(exc)) from None
+        report = sweep_report(request, no_hosts="no hosts to search: give targets, -i INVENTORY, --local or --demo")
+    except configuration_errors() as exc:
+        raise fail(str(exc)) from None
     typer.echo(grep_document(report, signature) if as_json else render_grep(report, signature))
     raise typer.Exit(grep_exit_code(report, signature))

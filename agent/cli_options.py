@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import typer
+
+from gpudiag.choices import Source
 from gpudiag.report import OutputFormat
 
 INVENTORY = typer.Option(None, "--inventory", "-i", help="Inventory YAML file.")
@@ -11,7 +13,8 @@ PORT = typer.Option(None, "--port", "-p", help="SSH port for the targets.")
 IDENTITY_FILE = typer.Option(None, "--identity-file", help="Private key (loaded once per run).")
 LIMIT = typer.Option([], "--limit", help="Only these groups or host patterns (repeatable).")
 EXCLUDE = typer.Option([], "--exclude", help="Leave out these host patterns (repeatable).")
-FORMAT = typer.Option(OutputFormat.TABLE, "--format", "-f", help="table or json.")
+FORMAT = typer.Option(OutputFormat.TABLE, "--format", "-f", help="table, json or html (one self-contained page; "
+                      "sweep writes it to --output FILE).")
 CONCURRENCY = typer.Option(256, "--concurrency", min=1, help="Hosts in flight at once.")
 CONNECT_TIMEOUT = typer.Option(10.0, "--connect-timeout", min=0.1, help="Seconds from TCP connect to a logged-in "
                                "session (a dead host costs this much).")
@@ -21,7 +24,7 @@ TIMEOUT = typer.Option(30.0, "--timeout", min=1.0, help="Per-host deadline for t
                        "remote process is ended.")
 SAMPLES = typer.Option(5, "--samples", min=1, max=600, help="Samples per GPU.")
 INTERVAL = typer.Option(0.5, "--interval", min=0.0, max=60.0, help="Seconds between samples.")
-SOURCE = typer.Option("auto", "--source", help="auto: NVML where the bundled binding loads on the node, else "
+SOURCE = typer.Option(Source.AUTO, "--source", help="auto: NVML where the bundled binding loads on the node, else "
                       "nvidia-smi; nvidia-smi: never NVML.")
 KNOWN_HOSTS = typer.Option(None, "--known-hosts", help="known_hosts file to trust (default: ~/.ssh/known_hosts "
                            "and gpudiag's own).")
@@ -34,4 +37,6 @@ LOG = typer.Option([], "--log", help="Also scan this log (repeatable): a path (~
 PACK = typer.Option([], "--pack", help="A signature pack file (YAML) to use too (repeatable).")
 LOG_TAIL_MIB = typer.Option(8.0, "--log-tail-mib", min=0.001, max=1024.0, help="Scan only the last N MiB of "
                             "each log (and its rotations).")
+SAMPLES_DETAIL = typer.Option(False, "--samples-detail", help="JSON: also every raw sample of each GPU (by "
+                              "default each GPU's combined readings and its sample count).")
 QUIET = typer.Option(False, "--quiet", "-q", help="Print nothing when all is well (exit 0).")

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from gpudiag.model import Host, SweepReport
 from gpudiag.report.prometheus import families
 from gpudiag.runner import SweepOptions
 from gpudiag.transport import Transport
 from gpudiag.watch import Changes, watch
+
+if TYPE_CHECKING:
+    from gpudiag.logs import LogPlan
 
 
 class ExporterError(Exception):
@@ -78,12 +81,14 @@ def start_server(listen: str, collector: FleetCollector) -> Any:
 
 
 async def run_exporter(hosts: Sequence[Host], transport: Transport, options: SweepOptions, *, listen: str,
-                       every_s: float, count: int = 0) -> SweepReport | None:
-    """Refresh the fleet every ``every_s`` seconds (``count`` times; 0: until cancelled) and serve ``/metrics``."""
+                       every_s: float, count: int = 0,
+                       plans: Mapping[str, LogPlan] | None = None) -> SweepReport | None:
+    """Refresh the fleet every ``every_s`` seconds (``count`` times; 0: until cancelled) and serve ``/metrics``.
+    ``plans``: each host's log plan, as for :func:`gpudiag.watch.watch`."""
     collector = FleetCollector()
     start_server(listen, collector)
 
     def refreshed(_refresh: int, report: SweepReport, _changes: Changes) -> None:
         collector.update(report)
 
-    return await watch(hosts, transport, options, every_s=every_s, count=count, on_refresh=refreshed)
+    return await watch(hosts, transport, options, every_s=every_s, count=count, on_refresh=refreshed, plans=plans)

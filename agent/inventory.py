@@ -14,7 +14,9 @@ The file has four optional sections (``inventory.yaml`` at the repository root s
 A host's settings are the defaults, overridden by the vars of each group it is in (in file order), overridden
 by its entries under ``hosts:``. A var set to null unsets a lower level's value (the SSH config decides).
 Every error is an ``InventoryError`` whose message is one line naming the file, the line and the key, so the
-operator can fix the file before anything connects. This module is the only one that imports yaml.
+operator can fix the file before anything connects. The file is read by ``gpudiag.yaml_file`` (the one module
+that imports yaml, with the limits that refuse alias bombs and huge files). An Ansible inventory (INI or YAML,
+told apart by ``gpudiag.ansible_inventory.detect``) is read by ``gpudiag.ansible_inventory`` instead.
 """
 
 from __future__ import annotations
@@ -24,13 +26,13 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
 
-import yaml
+from gpudiag.ansible_inventory import AnsibleInventoryError, detect, load_ansible  # Ansible's INI and YAML
 from gpudiag.hostlist import HostPatternError, expand, fold
 from gpudiag.model import Host
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from gpudiag.targets import TargetError, expand_target  # @group (ClusterShell), ^file (pdsh)
+from gpudiag.yaml_file import Document, MappingNode, Node, ScalarNode, SequenceNode, YamlFileError, compose, read_text
 
 VAR_KEYS = ("address", "identity_file", "jump", "known_hosts", "logs", "port", "user")
 _TOP_KEYS = ("checks", "defaults", "groups", "hosts")
@@ -55,29 +57,28 @@ class Inventory:
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     settings: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
     """The ``checks:`` section as written: threshold name → number; the checks layer validates the names."""
+    read_as: str | None = None
+    """One line saying what was read when the file was not in gpudiag's format (an Ansible inventory)."""
 
 
 def load_inventory(path: str | os.PathLike[str]) -> Inventory:
     """Read and check the inventory at ``path``; raises ``InventoryError`` (one line) on any problem."""
     file = os.fspath(path)
     try:
-        data = Path(file).read_bytes()
-    except OSError as exc:
-        raise InventoryError(f"{file}: cannot read the inventory: {exc.strerror or exc}") from exc
+        text = read_text(file, "inventory")
+        detected = detect(file, text)  # a YAML file is composed there, once, with yaml_file's limits
+        if detected.kind is not None:
+            found = load_ansible(file, text, detected)
+            return Inventory(hosts=found.hosts, groups=found.groups, read_as=found.read_as)
+        document = detected.document or compose(file, text)
+    except YamlFileError as exc:
+        raise _yaml_error(exc) from exc
+    except AnsibleInventoryError as exc:
+        raise InventoryError(str(exc)) from exc
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InventoryError(f"{file}:{line}: not UTF-8 text") from exc
-    try:
-        loader = yaml.SafeLoader(text)  # the reader refuses control characters here, before parsing
-        root = loader.get_single_node()
-    except yaml.YAMLError as exc:
-        raise _yaml_error(file, text, exc) from exc
-    try:
-        return _Reader(file, loader).inventory(root)
+        return _Reader(document).inventory(document.root)
     finally:
-        loader.dispose()
+        document.close()
 
 
 def select(hosts: Sequence[Host], limit: Sequence[str] = (), exclude: Sequence[str] = ()) -> tuple[Host, ...]:
@@ -128,7 +129,10 @@ def hosts_from_patterns(
         raise InventoryError(f"port must be an integer from 1 to 65535, got {port!r}")
     names: dict[str, None] = {}
     for pattern in patterns:
-        names.update(dict.fromkeys(_expand_option("host pattern", pattern)))
+        try:
+            names.update(dict.fromkeys(expand_target(pattern)))
+        except TargetError as exc:
+            raise InventoryError(f"host pattern: {exc}" if pattern[:1] not in "@^" else str(exc)) from exc
     if not names:
         raise InventoryError("no hosts given: name at least one host or pattern")
     return tuple(Host(name=n, user=user, port=port, identity_file=identity_file) for n in names)
@@ -157,23 +161,11 @@ def _valid_port(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535
 
 
-def _yaml_error(file: str, text: str, exc: yaml.YAMLError) -> InventoryError:
+def _yaml_error(exc: YamlFileError) -> InventoryError:
     """A YAML error as one line with the file and line it points at."""
-    if isinstance(exc, yaml.MarkedYAMLError):
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{file}:{mark.line + 1}" if mark else file
-        message = exc.problem or exc.context or "invalid YAML"
-        if exc.problem and exc.context:
-            # PyYAML splits some sentences in two: "expected a single document" + "but found another".
-            joined = exc.problem.startswith("but ")
-            message = f"{exc.context}, {exc.problem}" if joined else f"{exc.problem} ({exc.context})"
-        if "got '['" in message:  # the usual cause: an unquoted gpu[01-16] inside a flow list
-            message += f"; {_BRACKET_HINT}"
-        return InventoryError(f"{where}: YAML syntax error: {message}")
-    if isinstance(exc, yaml.reader.ReaderError):
-        line = text.count("\n", 0, exc.position) + 1
-        return InventoryError(f"{file}:{line}: YAML error: {exc.reason}")
-    return InventoryError(f"{file}: YAML error: " + " ".join(str(exc).split()))
+    if "got '['" in exc.message:  # the usual cause: an unquoted gpu[01-16] inside a flow list
+        return InventoryError(f"{exc}; {_BRACKET_HINT}")
+    return InventoryError(str(exc))
 
 
 def _kind(node: Node, value: object = None) -> str:
@@ -203,9 +195,9 @@ class _Group:
 class _Reader:
     """Walks the composed YAML nodes, so every error can name the line its key or value is on."""
 
-    def __init__(self, file: str, loader: yaml.SafeLoader) -> None:
-        self.file = file
-        self.loader = loader
+    def __init__(self, document: Document) -> None:
+        self.file = document.file
+        self.document = document
 
     def error(self, node: Node, where: str, message: str) -> InventoryError:
         prefix = f"{self.file}:{node.start_mark.line + 1}: "
@@ -375,9 +367,9 @@ class _Reader:
                     raise self.error(key, where, f"duplicate key {name!r}")
                 seen.add(name)
         try:
-            self.loader.flatten_mapping(node)
-        except yaml.MarkedYAMLError as exc:
-            raise _yaml_error(self.file, "", exc) from exc
+            self.document.flatten_mapping(node)
+        except YamlFileError as exc:
+            raise _yaml_error(exc) from exc
         entries: dict[str, tuple[Node, Node]] = {}
         for key, value in node.value:  # after flattening, merged keys come first, so the last one wins
             name = self.key(key, where)
@@ -394,10 +386,9 @@ class _Reader:
     def construct(self, node: Node, where: str) -> object:
         """The Python value of a node, by YAML's own rules (``22`` is an int, ``yes`` a bool)."""
         try:
-            return self.loader.construct_object(node, deep=True)
-        except (yaml.YAMLError, ValueError) as exc:  # e.g. 2024-13-45 resolves as a date and fails
-            reason = exc.problem if isinstance(exc, yaml.MarkedYAMLError) and exc.problem else str(exc)
-            raise self.error(node, where, "cannot read this value: " + " ".join(reason.split())) from exc
+            return self.document.construct(node)
+        except YamlFileError as exc:  # e.g. 2024-13-45 resolves as a date and fails
+            raise self.error(node, where, exc.message) from exc
 
 
 def _host(name: str, effective: Mapping[str, object], groups: tuple[str, ...]) -> Host:

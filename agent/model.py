@@ -493,6 +493,8 @@ class HostReport:
     readings: NodeReadings | None = None
     findings: tuple[Finding, ...] = ()
     duration_s: float | None = None
+    scheduler_state: str | None = None  # the node's state in the scheduler (Slurm's sinfo: idle, drained, ...)
+    scheduler_reason: str | None = None  # the reason the scheduler holds for that state (a drain's reason)
 
     @property
     def gpus(self) -> tuple[GpuReading, ...]:

@@ -14,6 +14,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from gpudiag.choices import Source
 from gpudiag.collectors.bundle import bundle, fallback_source
 from gpudiag.collectors.node.readings import smi_fields
 
@@ -35,7 +36,6 @@ _DISPATCH = (
     'exec sh -c "$script" gpudiag "$@"'
 )
 _LOADER = "import sys;exec(compile(sys.stdin.buffer.read(%d),'<gpudiag>','exec'))"
-SOURCES = ("auto", "nvidia-smi")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,26 +46,27 @@ class CollectorCall:
     stdin: bytes
 
 
-def collector_call(*, samples: int, interval_s: float, deadline_s: float, source: str = "auto",
+def collector_call(*, samples: int, interval_s: float, deadline_s: float, source: Source = Source.AUTO,
                    logs: Sequence[Mapping[str, object]] = (), context: bool = False,
                    gpus: bool = True, topology_if: Mapping[str, float] | None = None,
                    stream: bool = False) -> CollectorCall:
     """Build the remote command that collects ``samples`` readings ``interval_s`` apart.
 
-    ``source``: "auto" reads through NVML where the node's driver lets the bundled binding load, else
-    nvidia-smi; "nvidia-smi" never sends the binding (a smaller bundle). ``logs``: log sources to scan
+    ``source``: see :class:`Source` (its value as a plain string is accepted too). ``logs``: log sources to scan
     (``LogPlan.node_config()``), ``context``: read the topology and virtualization, ``gpus``: read the GPUs,
     ``topology_if``: {"busy_pct", "low_power_pct"}: read the topology only when a GPU read busy at low power.
     ``stream``: the collector stays and answers one round per line on its stdin (gpudiag watch).
     All of it travels as data inside the bundle, never in the command line. The shell collector can do
     none of it: it says so in the document's problems when logs were asked for.
     """
-    if source not in SOURCES:
-        raise ValueError(f"unknown source {source!r} (known: {', '.join(SOURCES)})")
+    try:
+        source = Source(source)
+    except ValueError:
+        raise ValueError(f"unknown source {source!r} (known: {', '.join(s.value for s in Source)})") from None
     fields = [f"{logical}={'|'.join(names)}" for logical, names in smi_fields()]
     notes = ["@note=the logs were not scanned: the log scan needs python3, which this node lacks"] if logs else []
     deadline = f"{max(1, round(deadline_s))}"
-    config: dict[str, object] = {"samples": samples, "interval_s": interval_s, "source": source,
+    config: dict[str, object] = {"samples": samples, "interval_s": interval_s, "source": source.value,
                                  "call_timeout_s": max(1.0, deadline_s)}
     if logs:
         config["logs"] = [dict(s) for s in logs]
@@ -77,7 +78,7 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
         config.update(gpus=False, dcgm=False)
     if stream:
         config.update(stream=True, round_deadline_s=max(1.0, deadline_s))
-    script = bundle(config, with_nvml=source != "nvidia-smi")
+    script = bundle(config, with_nvml=source is not Source.NVIDIA_SMI)
     # One-shot: `timeout` ends the whole remote process group at the deadline. Streaming: the collector
     # lives as long as the connection and bounds each round itself; only the shell fallback gets `timeout`.
     wrapper = [] if stream else ["timeout", "-k", str(KILL_AFTER_S), deadline]

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from gpudiag.checks import CheckSettings, evaluate
+from gpudiag.choices import Source
 from gpudiag.logs.plan import NO_LOGS, LogOptions, LogPlan, build_plans
 from gpudiag.model import Host, HostReport, HostStatus, NodeReadings, RemoteResult, SweepReport
 from gpudiag.parse import ProbeFormatError, parse_probe_output
@@ -26,7 +27,7 @@ DEADLINE_GRACE_S = 5.0
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SweepOptions:
-    """How to sweep: sampling, limits, thresholds."""
+    """How to sweep: sampling, limits, thresholds (the CLI builds it once, in :mod:`gpudiag.request`)."""
 
     samples: int = 5
     interval_s: float = 0.5
@@ -35,7 +36,7 @@ class SweepOptions:
     # of CPU, so 256 keep one core busy instead of waiting on the window 64 at a time.
     concurrency: int = 256
     stdout_limit_bytes: int = 4 * 1024 * 1024
-    source: str = "auto"  # "auto" (NVML where it loads, else nvidia-smi) or "nvidia-smi"
+    source: Source = Source.AUTO  # --source: NVML where it loads, else nvidia-smi; or nvidia-smi only
     raw_dir: Path | None = None  # keep each host's raw collector output here (<host>.json): captures, debugging
     logs: LogOptions = field(default_factory=LogOptions)  # --log, --pack: added to every host's inventory logs
     context: bool = True  # read the GPU topology and whether the node is a VM
@@ -92,15 +93,13 @@ def collector_command(options: SweepOptions, plan: LogPlan = NO_LOGS) -> RemoteC
                          stdout_limit_bytes=options.stdout_limit_bytes, stream=options.stream)
 
 
-async def sweep_host(transport: Transport, host: Host, options: SweepOptions,
-                     command: RemoteCommand | None = None, plan: LogPlan | None = None) -> HostReport:
+async def sweep_host(transport: Transport, host: Host, options: SweepOptions, *, plan: LogPlan,
+                     command: RemoteCommand | None = None) -> HostReport:
     """Collect one host and judge it; every failure becomes this host's status, never an exception.
 
-    ``plan`` is the host's log plan (built from ``host.logs`` and ``options.logs`` when not given; a broken
-    log configuration raises :class:`~gpudiag.logs.LogConfigError` before anything connects)."""
+    ``plan`` is the host's log plan, built by the caller (once per sweep: :func:`sweep`), so a broken log
+    configuration has already failed before anything connects; ``command``: the one its plan runs."""
     started = time.monotonic()
-    if plan is None:
-        plan = build_plans([host], options.logs)[host.name]
     command = command or collector_command(options, plan)
     readings: NodeReadings | None = None
     try:
@@ -120,23 +119,27 @@ async def sweep_host(transport: Transport, host: Host, options: SweepOptions,
 
 
 async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptions, *,
-                close_transport: bool = True) -> SweepReport:
+                plans: Mapping[str, LogPlan] | None = None, close_transport: bool = True) -> SweepReport:
     """Sweep ``hosts`` with at most ``options.concurrency`` in flight; reports keep the hosts' order.
 
-    ``close_transport=False`` leaves its connections open for the next sweep (watch mode)."""
+    ``plans``: each host's log plan by host name, as :func:`gpudiag.logs.build_plans` made them (the CLI
+    builds them once, before it connects; watch once for all its refreshes); built here from
+    ``options.logs`` when not given. ``close_transport=False`` leaves its connections open for the next
+    sweep (watch mode)."""
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()
     window = asyncio.Semaphore(max(1, options.concurrency))
-    plans = build_plans(hosts, options.logs)  # a broken log configuration fails here, before any connection
+    # Without plans, a broken log configuration fails here, before any connection.
+    by_host = plans if plans is not None else build_plans(hosts, options.logs)
     commands: dict[str, RemoteCommand] = {}
-    for plan in plans.values():  # one command per distinct log configuration, not per host
+    for plan in by_host.values():  # one command per distinct log configuration, not per host
         if plan.key not in commands:
             commands[plan.key] = collector_command(options, plan)
 
     async def one(host: Host) -> HostReport:
-        plan = plans[host.name]
+        plan = by_host[host.name]
         async with window:
-            return await sweep_host(transport, host, options, commands[plan.key], plan)
+            return await sweep_host(transport, host, options, plan=plan, command=commands[plan.key])
 
     try:
         reports = await asyncio.gather(*(one(h) for h in hosts))

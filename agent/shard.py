@@ -8,7 +8,8 @@ move the others between shards, so a cron host keeps sweeping the same machines.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 
 from gpudiag.model import Host, SweepReport
 
@@ -17,12 +18,36 @@ class ShardError(ValueError):
     """A bad ``--shard`` value or reports that cannot be merged; the message is one line."""
 
 
-def parse_shard(text: str) -> tuple[int, int]:
-    """``"2/4"`` → ``(2, 4)``: shard 2 of 4, counted from 1."""
+def parse_shard(text: str, environ: Mapping[str, str] | None = None) -> tuple[int, int]:
+    """``"2/4"`` → ``(2, 4)``: shard 2 of 4, counted from 1; ``"auto"``: this Slurm array task's shard."""
+    if text == "auto":
+        return shard_from_slurm_array(os.environ if environ is None else environ)
     index, slash, count = text.partition("/")
     if not slash or not index.isdigit() or not count.isdigit() or not 1 <= int(index) <= int(count):
         raise ShardError(f"--shard {text}: expected I/N with 1 <= I <= N, e.g. 1/4")
     return int(index), int(count)
+
+
+def shard_from_slurm_array(environ: Mapping[str, str]) -> tuple[int, int]:
+    """``--shard auto`` in a Slurm job array: task ``SLURM_ARRAY_TASK_ID`` of ``SLURM_ARRAY_TASK_COUNT``.
+
+    The tasks must be numbered without gaps (``--array=0-15`` or ``1-16``; a ``%4`` limit is fine): task ``MIN``
+    is shard 1. A stepped or listed array (``0-15:2``, ``1,5,9``) would leave shards no task sweeps, so it is
+    refused, as is a run outside a job array.
+    """
+    names = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX")
+    values = [environ.get(name, "") for name in names]
+    if not values[0]:
+        raise ShardError("--shard auto: not in a Slurm job array (SLURM_ARRAY_TASK_ID is not set); "
+                         "submit with sbatch --array=0-N, or give --shard I/N")
+    if not all(v.isdigit() for v in values):
+        got = ", ".join(f"{n}={v!r}" for n, v in zip(names, values, strict=True))
+        raise ShardError(f"--shard auto: cannot read the Slurm array variables ({got})")
+    task, count, low, high = (int(v) for v in values)
+    if count < 1 or high - low + 1 != count or not low <= task <= high:
+        raise ShardError(f"--shard auto: the array tasks must be numbered without gaps (e.g. --array=0-15); "
+                         f"got {count} tasks from {low} to {high}")
+    return task - low + 1, count
 
 
 def shard_of(name: str, count: int) -> int:

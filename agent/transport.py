@@ -1,7 +1,8 @@
 """How a command reaches a node: the :class:`Transport` protocol, the SSH one (asyncssh) and a local one.
 
-asyncssh lives here and nowhere else, and so does the translation of its and the OS's errors into the
-small :class:`TransportError` tree (one status each). Host keys are always verified against known_hosts;
+asyncssh's client lives here (its only other user is the demo's server, ``simulate/demo.py``: ruff's banned-api
+rule keeps it so), and so does the translation of its and the OS's errors into the small
+:class:`TransportError` tree (one status each). Host keys are always verified against known_hosts;
 ``accept_new`` records keys of hosts never seen before (never changed ones) in gpudiag's own file, like
 OpenSSH's ``StrictHostKeyChecking=accept-new``. Private keys are loaded once per sweep and passed as key
 objects: passing paths makes asyncssh re-read and re-validate them for every connection.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import socket
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,11 +21,17 @@ from pathlib import Path
 from typing import Protocol, Union
 
 import asyncssh
+
 from gpudiag.model import Host, HostStatus, RemoteResult
 
 DEFAULT_USER_KNOWN_HOSTS = "~/.ssh/known_hosts"
 DEFAULT_GPUDIAG_KNOWN_HOSTS = "~/.config/gpudiag/known_hosts"
 STDERR_LIMIT_BYTES = 64 * 1024
+# AES-GCM asked for first: per packet, asyncssh's chacha20-poly1305 builds three ChaCha20 cipher contexts and
+# a Poly1305 (crypto/chacha.py), its AES-GCM one AESGCM object; every OpenSSH server offers
+# aes128-gcm@openssh.com. "^" puts these before asyncssh's defaults, so a server without GCM still gets its
+# usual choice. Like any explicit setting, it takes the place of a Ciphers line in ssh_config.
+ENCRYPTION_ALGS = "^aes128-gcm@openssh.com,aes256-gcm@openssh.com"
 _CHUNK = 64 * 1024
 
 
@@ -139,38 +147,92 @@ async def _keep_tail(stream: _Stream, into: bytearray, limit: int) -> None:
         del into[:-limit]
 
 
+class _Gathered(asyncio.SubprocessProtocol):
+    """What a local process prints: stdout up to its bound, the first STDERR_LIMIT_BYTES of stderr.
+
+    ``cut`` resolves when stdout went past the bound, ``exited`` when the process ended, ``done`` when it
+    ended and every pipe is closed (asyncio calls ``connection_lost`` only then)."""
+
+    def __init__(self, limit: int) -> None:
+        loop = asyncio.get_running_loop()
+        self.limit = limit
+        self.stdout, self.stderr = bytearray(), bytearray()
+        self.cut: asyncio.Future[None] = loop.create_future()
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.done: asyncio.Future[None] = loop.create_future()
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd == 2:
+            self.stderr += data[:STDERR_LIMIT_BYTES - len(self.stderr)]
+            return
+        room = self.limit - len(self.stdout)
+        self.stdout += data[:room]
+        if len(data) > room and not self.cut.done():
+            self.cut.set_result(None)
+
+    def process_exited(self) -> None:
+        self.exited.set_result(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.done.set_result(None)
+
+
 class LocalTransport:
-    """Runs the command on this machine with ``sh -c``: the same collection, no SSH."""
+    """Runs the command on this machine with ``sh -c``: the same collection, no SSH.
+
+    Every path (an answer, a cut, the deadline, a cancellation) ends the same way: the process group is
+    killed if it still runs, its exit is awaited, and the subprocess transport with its three pipes is
+    closed, so nothing is left for the garbage collector to warn about."""
 
     async def run(self, host: Host, command: RemoteCommand) -> RemoteResult:
-        proc = await asyncio.create_subprocess_exec(
-            "sh", "-c", command.command, stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
-        assert proc.stdin and proc.stdout and proc.stderr
-
-        def kill_group() -> None:
-            try:
-                os.killpg(proc.pid, 9)  # the whole session: a hung nvidia-smi included
-            except ProcessLookupError:
-                pass
-
+        loop = asyncio.get_running_loop()
+        transport, gathered = await loop.subprocess_exec(
+            lambda: _Gathered(command.stdout_limit_bytes), "sh", "-c", command.command,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            start_new_session=True)
         try:
-            proc.stdin.write(command.stdin)
-            await proc.stdin.drain()
-            proc.stdin.close()
-            out, err, cut = await asyncio.wait_for(
-                _collect(proc.stdout, proc.stderr, command.stdout_limit_bytes, kill_group), command.deadline_s)
-            code = await asyncio.wait_for(proc.wait(), command.deadline_s)
-        except asyncio.TimeoutError as exc:
-            raise CommandTimeout(f"no answer within {command.deadline_s:.0f} s; the process was ended") from exc
+            stdin = transport.get_pipe_transport(0)
+            assert isinstance(stdin, asyncio.WriteTransport)
+            stdin.write(command.stdin)  # buffered by the loop; a process that does not read it just exits
+            stdin.write_eof()
+            await asyncio.wait({gathered.done, gathered.cut}, timeout=command.deadline_s,
+                               return_when=asyncio.FIRST_COMPLETED)
+            if gathered.cut.done():
+                # Past the bound the flood is ended at once; stderr is kept for a moment more, as it may
+                # stay open as long as something that left the session lives.
+                _kill_group(transport.get_pid())
+                await asyncio.wait({gathered.done}, timeout=_SETTLE_S)
+                return RemoteResult(exit_status=None, stdout=bytes(gathered.stdout), stderr=bytes(gathered.stderr),
+                                    stdout_truncated=True)
+            if not gathered.done.done():
+                raise CommandTimeout(f"no answer within {command.deadline_s:.0f} s; the process was ended")
+            return RemoteResult(exit_status=transport.get_returncode(), stdout=bytes(gathered.stdout),
+                                stderr=bytes(gathered.stderr))
         finally:
-            if proc.returncode is None:
-                kill_group()
-                await proc.wait()
-        return RemoteResult(exit_status=None if cut else code, stdout=out, stderr=err, stdout_truncated=cut)
+            try:
+                if not gathered.done.done():  # still running, or something it started holds a pipe
+                    _kill_group(transport.get_pid())
+                if not gathered.exited.done():
+                    # Awaited before close(): close() would otherwise poll() the child itself, racing the
+                    # loop's child watcher for its exit status.
+                    await asyncio.wait({gathered.exited}, timeout=_SETTLE_S)
+            finally:
+                transport.close()  # our ends of the pipes too: a process that left the session cannot hold them
+            await asyncio.wait({gathered.done}, timeout=_SETTLE_S)
 
     async def close(self) -> None:
         return None
+
+
+_SETTLE_S = 2.0  # past a cut, or once killed: how long the process's exit and its pipes' ends are awaited
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL the process's group (it leads its own session), a hung nvidia-smi included."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 class KeyRing:
@@ -201,6 +263,7 @@ class SshOptions:
     accept_new_host_keys: bool = False
     ssh_config: Sequence[str] | None = None  # None: asyncssh's default (~/.ssh/config)
     keep_connections: bool = False  # watch mode: one connection per host, reused by every refresh
+    encryption_algs: str = ENCRYPTION_ALGS  # asyncssh's syntax; "default": asyncssh's own order (the benchmark)
     keyring: KeyRing = field(default_factory=KeyRing)
 
 
@@ -287,6 +350,7 @@ class SshTransport:
             "connect_timeout": self.options.connect_timeout_s,
             "login_timeout": self.options.login_timeout_s,
             "known_hosts": self._known_hosts(host),
+            "encryption_algs": self.options.encryption_algs,
         }
         if host.port is not None:
             kwargs["port"] = host.port

@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from gpudiag.logs.plan import LogPlan, build_plans
 from gpudiag.model import Finding, Host, RemoteResult, SweepReport
 from gpudiag.runner import SweepOptions, sweep
 from gpudiag.transport import RemoteCommand, Transport, TransportError
@@ -69,15 +70,21 @@ class BackoffTransport:
 
 
 async def watch(hosts: Sequence[Host], transport: Transport, options: SweepOptions, *, every_s: float,
-                count: int, on_refresh: Callable[[int, SweepReport, Changes], None]) -> SweepReport | None:
-    """Refresh ``count`` times (0: until cancelled), ``every_s`` apart; the transport is closed at the end."""
+                count: int, on_refresh: Callable[[int, SweepReport, Changes], None],
+                plans: Mapping[str, LogPlan] | None = None) -> SweepReport | None:
+    """Refresh ``count`` times (0: until cancelled), ``every_s`` apart; the transport is closed at the end.
+
+    ``plans``: each host's log plan (as for :func:`gpudiag.runner.sweep`), built here once when not given:
+    every refresh scans the same logs."""
     backoff = BackoffTransport(transport)
     previous: SweepReport | None = None
     refresh = 0
     try:
+        if plans is None:
+            plans = build_plans(hosts, options.logs)
         while count == 0 or refresh < count:
             started = time.monotonic()
-            report = await sweep(hosts, backoff, options, close_transport=False)
+            report = await sweep(hosts, backoff, options, plans=plans, close_transport=False)
             refresh += 1
             on_refresh(refresh, report, changes(previous, report))
             previous = report

@@ -2,7 +2,7 @@
 # Sweep a real GPU through gpudiag's real SSH path, once per workload, on the `device` tool's machine.
 #
 # Needs (carried, see shared/device-ssh.md): .dev/debs (Debian's OpenSSH packages) and .whl (asyncssh and
-# its needs for the machine's Python). Writes to $OUT: captures.tar.gz (for each workload: the raw
+# its needs for the machine's Python, and gpudiag's own wheel: `pip wheel . --no-deps -w .whl`). Writes to $OUT: captures.tar.gz (for each workload: the raw
 # collector document read with the plain ssh client, gpudiag's JSON report and its table; plus the plain
 # nvidia-smi, its --help-query-gpu and nvidia-smi -q of the machine) and a log.
 #   run: bash bench/device_sweep.sh [WORKLOAD ...]      (default: every workload of gpu_workloads.py)
@@ -13,7 +13,7 @@ CAP=$(mktemp -d)/captures; mkdir -p "$CAP"
 
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     || exit 1
-export PYTHONPATH=/tmp/site:$PWD
+export PYTHONPATH=/tmp/site:$PWD/tests  # gpudiag from its wheel; tests/ for the harness modules
 
 # A real OpenSSH sshd on 127.0.0.1:2222, unpacked into a private folder (never into /).
 R=$(mktemp -d); for f in .dev/debs/*.deb; do dpkg -x "$f" "$R"; done
@@ -72,8 +72,9 @@ for path in sys.argv[1:]:
         print(path.rsplit("/", 1)[-1], h["status"], h["error"], "source", node.get("source"))
         for g in h["gpus"]:
             print(f"  util {g['utilization_pct']} mem {g['memory_utilization_pct']} power {g['power_w']} "
-                  f"energy {g['energy_power_w']} /{g['power_limit_w']} ({g['power_pct_of_limit']}%) "
-                  f"sm {g['sm_clock_mhz']}/{g['max_sm_clock_mhz']} reasons {g['clock_event_reasons']}")
+                  f"instant {g['power_instant_w']} energy {g['energy_power_w']} /{g['enforced_power_limit_w']} "
+                  f"shown {g['power']} sm {g['sm_clock_mhz']}/{g['max_sm_clock_mhz']} "
+                  f"reasons {g['clock_event_reasons']} failed {g['failed_readings']}")
         print("  findings", [f["code"] for f in h["findings"]], "exit", doc["summary"]["exit_code"])
 EOF2
     kill $pid; wait $pid 2>/dev/null

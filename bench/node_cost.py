@@ -11,8 +11,8 @@ gpudiag collector as ``sh -c COMMAND`` with its bundle on stdin). Per command: t
 mean CPU (user + system of it and everything it started: sh, timeout, python3, nvidia-smi), from
 ``getrusage(RUSAGE_CHILDREN)``. The commands:
 
-- ``pdsh/clush query``: ``nvidia-smi --query-gpu=index,name,utilization.gpu,...`` (``bench/sweep_loopback.py``'s
-  QUERY), what the peers run per host;
+- ``pdsh/clush query``: ``nvidia-smi --query-gpu=index,name,utilization.gpu,...`` (:data:`QUERY`,
+  also what ``bench/sweep_loopback.py`` has pdsh and clush run), what the peers run per host;
 - ``nvidia-smi, gpudiag's fields``: the one query the collector makes when NVML is not there (23 fields);
 - ``nvidia-smi (plain)``: the table whose header carries the CUDA version;
 - ``python3 -I -S -c pass``: the interpreter alone, the collector's floor;
@@ -42,16 +42,33 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the loopback sshd cluster (tests/loopback.py)
 
+from loopback import install_fake_bin  # noqa: E402
+
 from gpudiag.collectors.node.probe import FIELDS  # noqa: E402
 from gpudiag.remote import collector_call  # noqa: E402
 from gpudiag.runner import SweepOptions, collector_command  # noqa: E402
-from loopback import install_fake_bin  # noqa: E402
-from sweep_loopback import QUERY  # noqa: E402 - the peers' command, as the loopback benchmark runs it
+
+# What pdsh and clush run per host in the benchmarks: one nvidia-smi query, the readings they can compare.
+QUERY = ("nvidia-smi --query-gpu=index,name,utilization.gpu,utilization.memory,power.draw,enforced.power.limit "
+         "--format=csv,noheader,nounits")
+PEERS_QUERY = "pdsh/clush query"
+COLLECTOR = "gpudiag collector"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeCost:
+    """One command's cost on the node: median wall ms and mean CPU ms of ``runs`` sequential runs."""
+
+    label: str
+    wall_ms: float
+    cpu_ms: float
+    note: str = ""
 
 
 def measure(argv: Sequence[str], *, env: dict[str, str], stdin: bytes, runs: int) -> tuple[float, float, bytes, int]:
@@ -88,6 +105,62 @@ def stream_rounds(command: str, stdin: bytes, *, env: dict[str, str], rounds: in
     return walls, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, code
 
 
+def stub_env(folder: Path, call_ms: float) -> dict[str, str]:
+    """The environment of a simulated node of the loopback benchmark (a healthy 8-GPU H200), in ``folder``."""
+    stub = install_fake_bin(folder / "bin", {"*": "healthy"}, folder / "state")
+    env = {"PATH": f"{stub.parent}:/usr/bin:/bin", "HOME": str(folder), "LC_ALL": "C",
+           "SSH_CONNECTION": "127.0.0.1 40000 127.0.1.1 22"}
+    if call_ms > 0:
+        env["GPUDIAG_FAKE_CALL_MS"] = f"{call_ms:g}"
+    return env
+
+
+def node_costs(env: dict[str, str], runs: int) -> list[NodeCost]:
+    """Every command of the module docstring, measured in ``env`` (needs an ``nvidia-smi`` on its PATH)."""
+    smi = shutil.which("nvidia-smi", path=env["PATH"])
+    if smi is None:
+        raise FileNotFoundError("no nvidia-smi on this PATH")
+    python = shutil.which("python3", path=env["PATH"]) or "python3"
+    all_fields = ",".join(names[0] for _, names in FIELDS)
+    sweep_one = collector_command(SweepOptions(samples=1, interval_s=0.0))
+    smi_only = collector_call(samples=1, interval_s=0.0, deadline_s=SweepOptions().deadline_s, source="nvidia-smi",
+                              context=True, topology_if={"busy_pct": 90.0, "low_power_pct": 60.0})
+    commands: list[tuple[str, list[str], bytes]] = [
+        (PEERS_QUERY, [smi, *shlex.split(QUERY)[1:]], b""),
+        ("nvidia-smi, gpudiag's fields", [smi, f"--query-gpu={all_fields}", "--format=csv,noheader,nounits"], b""),
+        ("nvidia-smi (plain)", [smi], b""),
+        ("python3 -I -S -c pass", [python, "-I", "-S", "-c", "pass"], b""),
+        (COLLECTOR, ["sh", "-c", sweep_one.command], sweep_one.stdin),
+        (f"{COLLECTOR}, --source nvidia-smi", ["sh", "-c", smi_only.command], smi_only.stdin),
+    ]
+    costs = []
+    for label, argv, stdin in commands:
+        wall, cpu, out, code = measure(argv, env=env, stdin=stdin, runs=runs)
+        note = "" if code == 0 else f"exit {code}"
+        if label.startswith("gpudiag"):
+            try:
+                doc = json.loads(out)
+                note = (f"source {doc.get('source')}, CUDA {doc.get('cuda_version')} from "
+                        f"{doc.get('cuda_version_from')}, {len(doc.get('samples') or [])} smi sample(s)")
+            except json.JSONDecodeError:
+                note = f"exit {code}, no document"
+        costs.append(NodeCost(label=label, wall_ms=wall, cpu_ms=cpu, note=note))
+    watch_one = collector_command(SweepOptions(samples=1, interval_s=0.0, stream=True))
+    _, first_cpu, _ = stream_rounds(watch_one.command, watch_one.stdin, env=env, rounds=1)
+    walls, all_cpu, code = stream_rounds(watch_one.command, watch_one.stdin, env=env, rounds=runs + 1)
+    costs.append(NodeCost(label="gpudiag watch, a later round", wall_ms=1000 * statistics.median(walls[1:]),
+                          cpu_ms=1000 * max(0.0, all_cpu - first_cpu) / runs,
+                          note=f"exit {code}" if code else "one collector process for every round"))
+    return costs
+
+
+def cost_table(costs: Sequence[NodeCost]) -> str:
+    width = max(len(c.label) for c in costs)
+    lines = [f"{'command':<{width}}  {'wall ms':>8}  {'CPU ms':>7}  notes"]
+    lines += [f"{c.label:<{width}}  {c.wall_ms:8.1f}  {c.cpu_ms:7.1f}  {c.note}" for c in costs]
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--runs", type=int, default=20)
@@ -98,52 +171,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gpudiag-node-cost-") as tmp:
         env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": tmp, "LC_ALL": "C"}
         if args.stub:
-            stub = install_fake_bin(Path(tmp) / "bin", {"*": "healthy"}, Path(tmp) / "state")
-            env.update(PATH=f"{stub.parent}:/usr/bin:/bin", SSH_CONNECTION="127.0.0.1 40000 127.0.1.1 22")
-            if args.call_ms > 0:
-                env["GPUDIAG_FAKE_CALL_MS"] = f"{args.call_ms:g}"
-        smi = shutil.which("nvidia-smi", path=env["PATH"])
-        if smi is None:
+            env = stub_env(Path(tmp), args.call_ms)
+        if shutil.which("nvidia-smi", path=env["PATH"]) is None:
             print("no nvidia-smi here: run on a GPU node, or with --stub")
             sys.exit(1)
-        python = shutil.which("python3", path=env["PATH"]) or "python3"
         node = "this machine"
         if args.stub:
             node = "simulated (fake nvidia-smi" + (f", {args.call_ms:g} ms a call)" if args.call_ms else ")")
+        python = shutil.which("python3", path=env["PATH"]) or "python3"
         print(f"node: {node}; {args.runs} runs each; python3 = {python}")
-
-        all_fields = ",".join(names[0] for _, names in FIELDS)
-        sweep_one = collector_command(SweepOptions(samples=1, interval_s=0.0))
-        smi_only = collector_call(samples=1, interval_s=0.0, deadline_s=SweepOptions().deadline_s, source="nvidia-smi",
-                                  context=True, topology_if={"busy_pct": 90.0, "low_power_pct": 60.0})
-        commands: list[tuple[str, list[str], bytes]] = [
-            ("pdsh/clush query", [smi, *shlex.split(QUERY)[1:]], b""),
-            ("nvidia-smi, gpudiag's fields", [smi, f"--query-gpu={all_fields}", "--format=csv,noheader,nounits"],
-             b""),
-            ("nvidia-smi (plain)", [smi], b""),
-            ("python3 -I -S -c pass", [python, "-I", "-S", "-c", "pass"], b""),
-            ("gpudiag collector", ["sh", "-c", sweep_one.command], sweep_one.stdin),
-            ("gpudiag collector, --source nvidia-smi", ["sh", "-c", smi_only.command], smi_only.stdin),
-        ]
-        width = max(len(label) for label, _, _ in commands)
-        print(f"{'command':<{width}}  {'wall ms':>8}  {'CPU ms':>7}  notes")
-        for label, argv, stdin in commands:
-            wall, cpu, out, code = measure(argv, env=env, stdin=stdin, runs=args.runs)
-            note = "" if code == 0 else f"exit {code}"
-            if label.startswith("gpudiag"):
-                try:
-                    doc = json.loads(out)
-                    note = (f"source {doc.get('source')}, CUDA {doc.get('cuda_version')} from "
-                            f"{doc.get('cuda_version_from')}, {len(doc.get('samples') or [])} smi sample(s)")
-                except json.JSONDecodeError:
-                    note = f"exit {code}, no document"
-            print(f"{label:<{width}}  {wall:8.1f}  {cpu:7.1f}  {note}")
-        watch_one = collector_command(SweepOptions(samples=1, interval_s=0.0, stream=True))
-        _, first_cpu, _ = stream_rounds(watch_one.command, watch_one.stdin, env=env, rounds=1)
-        walls, all_cpu, code = stream_rounds(watch_one.command, watch_one.stdin, env=env, rounds=args.runs + 1)
-        later_ms = 1000 * max(0.0, all_cpu - first_cpu) / args.runs
-        print(f"{'gpudiag watch, a later round':<{width}}  {1000 * statistics.median(walls[1:]):8.1f}  "
-              f"{later_ms:7.1f}  {'exit ' + str(code) if code else 'one collector process for every round'}")
+        print(cost_table(node_costs(env, args.runs)))
 
 
 if __name__ == "__main__":

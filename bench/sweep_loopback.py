@@ -4,6 +4,7 @@ Run from the repository root (needs OpenSSH's sshd and ssh; pdsh and clush are o
 
     python3 bench/sweep_loopback.py                  # 100 hosts (about a minute on 2 cores)
     python3 bench/sweep_loopback.py --sizes 100,300,1000 [--call-ms 33]
+    python3 bench/sweep_loopback.py --sizes 300 --profile wall   # where gpudiag's client time goes
 
 For each size N it starts :func:`loopback.running_cluster` with N healthy simulated nodes
 (127.0.1.1, 127.0.1.2, ...: one real ``sshd`` per 16 addresses, the fake ``nvidia-smi`` on each, every call
@@ -23,8 +24,18 @@ the other, on the same hosts with the same key, port and ``known_hosts``:
   machine's busy CPU less the client's: kept sessions are not reaped, so the sshd listeners' accounts do not
   show them, and a collector that outlives its session is reaped by init. The machine is otherwise idle (the
   other rows' ``other s`` shows how idle). A line compares a later refresh with the in-process sweep;
+- the same in-process sweep with asyncssh's own cipher order (chacha20-poly1305 first) instead of gpudiag's
+  AES-GCM first (``SshOptions.encryption_algs``): what the cipher order changes in the client's CPU;
+- ``asyncssh floor``: ``bench/asyncssh_floor.py`` as a subprocess, a minimal asyncssh client that connects to
+  each host, runs the peers' query, reads it and closes, with gpudiag's fan-out (256), key exchange (asyncssh's
+  default, which settles on curve25519-sha256 with OpenSSH) and cipher order; and again with chacha20 first.
+  Its client CPU per host is the floor of any asyncssh sweep;
 - ``pdsh -R ssh`` and ``clush`` running one ``nvidia-smi --query-gpu=... --format=csv,noheader,nounits``
-  per host through OpenSSH's ``ssh`` (one ssh process per host), at fan-out 64 and at their defaults;
+  per host through OpenSSH's ``ssh`` (one ssh process per host), at fan-out 64 and at their defaults, each
+  with OpenSSH's default key exchange (post-quantum: sntrup761x25519 in 9.2, mlkem768x25519 from 10.0)
+  and with ``-o KexAlgorithms=curve25519-sha256`` (pdsh's ssh module appends PDSH_SSH_ARGS_APPEND to its ssh
+  command line, clush passes ``-o``), the exchange gpudiag's asyncssh negotiates. A line per client says what
+  it really negotiated with these sshds (``ssh -v`` for the peers, asyncssh's debug log for gpudiag);
 - a dead host (a TCP listener that accepts and never speaks) swept alone with ``--connect-timeout 2``, and the
   N healthy hosts plus that dead host together.
 
@@ -47,6 +58,7 @@ Columns of the table printed per size:
   the output);
 - ``wall x`` / ``CPU x``: this row divided by the reference row, gpudiag CLI with one sample at its default
   fan-out (above 1: slower or costlier than gpudiag);
+- ``sshd ms/host``: that divided by N;
 - ``sshd CPU s``: CPU the server side spent for this run (the sshd listeners' reaped children: sshd sessions,
   shells, ``python3`` collectors, fake ``nvidia-smi`` processes), from /proc/<pid>/stat cutime + cstime;
 - ``busy %``: (client CPU + sshd CPU) / (wall x cores). Near 100 %, client and server compete for the same
@@ -55,12 +67,25 @@ Columns of the table printed per size:
   this benchmark's own sampling, and anything else running). Much above 0, the run was disturbed and a
   warning line says so.
 
-Also printed: the start-up of ``python3 -c pass`` and of ``python3 -m gpudiag.cli --help`` (median of 5 runs);
-one "bottleneck" line per row (CPU-bound when busy > 75 %, and which side used most of the CPU); the dead host
-alone (wall time against the connect timeout) and the N healthy hosts plus the dead host in one sweep (wall
-time against max(dead host alone, healthy sweep), which it should be close to, and against connect timeout +
-healthy sweep, which it should not be). "sshd could not serve N hosts" means the cluster did not come up at
-that size; an ``ok`` below N/N means some hosts did not answer that tool.
+Also printed: first, what a simulated node's commands cost alone (``bench/node_cost.py --stub`` with the same
+``--call-ms``, 20 runs each); per size, a summary of the targets: gpudiag's client CPU per host against the
+asyncssh floor's (gpudiag CLI / floor, target at most 1.5), pdsh's and clush's with each key exchange against
+gpudiag's (target at least 3 with curve25519), AES-GCM against chacha20 first, and the node side per host:
+the sshd side of the sweep (sshd, shell, collector or query) and the node's command alone (the collector
+against the peers' one nvidia-smi call, target at most 1.5x). The start-up of ``python3 -c pass`` and of
+``python3 -m gpudiag.cli --help`` (median of 5 runs); one "bottleneck" line per row (CPU-bound when busy
+> 75 %, and which side used most of the CPU); the dead host alone (wall time against the connect timeout) and
+the N healthy hosts plus the dead host in one sweep (wall time against max(dead host alone, healthy sweep),
+which it should be close to, and against connect timeout + healthy sweep, which it should not be). "sshd
+could not serve N hosts" means the cluster did not come up at that size; an ``ok`` below N/N means some hosts
+did not answer that tool.
+
+``--cipher-ab PAIRS`` runs none of this either: only the in-process sweep and the floor, with each cipher
+order, PAIRS times alternating, with the mean and spread of their client CPU per host.
+
+``--profile wall|cpu`` runs none of this: at each size it sweeps in-process (one sample) and renders the
+table and the JSON, first timed, then under cProfile (by package or module, then the top functions), and
+times the JSON encoders (``json.dumps`` with and without indent, ``orjson`` where installed) on that report.
 
 Client and servers share this machine, so these numbers are about relative cost, not about a real cluster,
 where each node's share runs on its own CPU. Nothing here is asserted by any test.
@@ -74,6 +99,7 @@ import contextlib
 import dataclasses
 import importlib.util
 import json
+import logging
 import os
 import resource
 import shutil
@@ -89,14 +115,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import asyncssh
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the loopback sshd cluster (tests/loopback.py)
 
+from loopback import SshdCluster, SshdUnavailable, running_cluster  # noqa: E402
+from node_cost import COLLECTOR, PEERS_QUERY, QUERY, NodeCost, cost_table, node_costs, stub_env  # noqa: E402
+
 from gpudiag.model import Host, HostStatus, SweepReport  # noqa: E402
 from gpudiag.runner import SweepOptions, sweep  # noqa: E402
-from gpudiag.transport import SshOptions, SshTransport  # noqa: E402
+from gpudiag.transport import ENCRYPTION_ALGS, RemoteCommand, SshOptions, SshTransport  # noqa: E402
 from gpudiag.watch import watch  # noqa: E402
-from loopback import SshdCluster, SshdUnavailable, running_cluster  # noqa: E402
 
 EQUAL_FAN_OUT = 64  # every tool at this fan-out, besides each at its own default
 DEFAULT_FAN_OUT = {"gpudiag": 256, "pdsh": 32, "clush": 64}
@@ -106,8 +136,9 @@ H200_CALL_MS = 33.0
 WINDOW_MAX_HOSTS = 300  # the default 5-sample window costs 5 nvidia-smi calls a host: only up to this size
 WATCH_REFRESHES = 4
 DEAD_CONNECT_TIMEOUT_S = 2.0
-QUERY = ("nvidia-smi --query-gpu=index,name,utilization.gpu,utilization.memory,power.draw,enforced.power.limit "
-         "--format=csv,noheader,nounits")
+FORCED_KEX = "curve25519-sha256"  # what asyncssh (so gpudiag) negotiates with OpenSSH, forced on the peers' ssh
+CHACHA_FIRST = "default"  # asyncssh's own cipher order (chacha20-poly1305 first): gpudiag before AES-GCM first
+NODE_COST_RUNS = 20
 TICK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 CORES = os.cpu_count() or 1
@@ -291,13 +322,14 @@ def not_ok(doc: dict[str, Any]) -> str:
     reasons: dict[str, list[str]] = {}
     for h in bad:
         reasons.setdefault(f"{h['status']}: {h['error']}", []).append(f"{h['host']} after {h['duration_s']} s")
-    return "; ".join(f"{len(who)} host(s) {why} ({', '.join(who[:3])})" for why, who in reasons.items())
+    said = [f"{len(who)} host(s) {why} ({', '.join(who[:3])})" for why, who in reasons.items()]
+    return "; ".join(said[:3]) + (f"; and {len(said) - 3} more reason(s)" if len(said) > 3 else "")
 
 
 def gpudiag_in_process(cluster: SshdCluster, hosts: Sequence[Host], samples: int, interval_s: float,
-                       label: str) -> Row:
+                       label: str, encryption_algs: str = ENCRYPTION_ALGS) -> Row:
     options = SweepOptions(samples=samples, interval_s=interval_s)
-    transport = SshTransport(SshOptions(ssh_config=[], connect_timeout_s=10))
+    transport = SshTransport(SshOptions(ssh_config=[], connect_timeout_s=10, encryption_algs=encryption_algs))
     _sshd_settled(cluster.sshd_pids)
     _reset_peak_rss()
     before_sshd, before_busy = sshd_cpu_s(cluster.sshd_pids), machine_busy_s()
@@ -364,22 +396,83 @@ def _distinct_hosts(out: str) -> int:
     return len({line.split(":", 1)[0] for line in out.splitlines() if line.count(",") >= 5})
 
 
-def pdsh(cluster: SshdCluster, addresses: Sequence[str], fan_out: int) -> Row:
-    argv = ["pdsh", "-R", "ssh", "-w", hostlist(addresses), "-f", str(fan_out), "-u", "30", QUERY]
-    env = {**os.environ, "PDSH_SSH_ARGS_APPEND": _ssh_options(cluster)}
+def _peer_argv(tool: str, cluster: SshdCluster, addresses: Sequence[str], fan_out: int, kex: str | None,
+               command: str = QUERY, verbose: bool = False) -> tuple[list[str], dict[str, str]]:
+    """pdsh's or clush's command line and environment: their ssh gets its options from PDSH_SSH_ARGS_APPEND
+    (pdsh's ssh rcmd module) or ``-o`` (clush); ``kex`` forces the key exchange, None keeps OpenSSH's."""
+    options = _ssh_options(cluster) + (f" -o KexAlgorithms={kex}" if kex else "") + (" -v" if verbose else "")
+    if tool == "pdsh":
+        return (["pdsh", "-R", "ssh", "-w", hostlist(addresses), "-f", str(fan_out), "-u", "30", command],
+                {**os.environ, "PDSH_SSH_ARGS_APPEND": options})
+    return (["clush", "-w", hostlist(addresses), "-f", str(fan_out), "-o", options, "-u", "30", command],
+            dict(os.environ))
+
+
+def _peer_label(tool: str, kex: str | None) -> str:
+    return f"{'pdsh -R ssh' if tool == 'pdsh' else 'clush'}, {kex or 'default kex'}"
+
+
+def peer(tool: str, cluster: SshdCluster, addresses: Sequence[str], fan_out: int, kex: str | None) -> Row:
+    """pdsh or clush running :data:`QUERY` on every host."""
+    argv, env = _peer_argv(tool, cluster, addresses, fan_out, kex)
     code, out, err, wall, cpu, rss_one, rss_sum, sshd, other = run_measured(argv, env=env, sshd_pids=cluster.sshd_pids)
     note = f"exit {code}: {err.strip().splitlines()[0][:80]}" if code and err.strip() else ""
-    return Row(tool="pdsh -R ssh", fan_out=_fan(fan_out, "pdsh"), wall_s=wall, cpu_s=cpu, rss_one_mib=rss_one,
+    return Row(tool=_peer_label(tool, kex), fan_out=_fan(fan_out, tool), wall_s=wall, cpu_s=cpu,
+               rss_one_mib=rss_one, rss_sum_mib=rss_sum, answered=_distinct_hosts(out), sshd_cpu_s=sshd,
+               other_cpu_s=other, note=note)
+
+
+def asyncssh_floor(cluster: SshdCluster, hosts: Sequence[Host], encryption_algs: str, label: str,
+                   fan_out: int = DEFAULT_FAN_OUT["gpudiag"]) -> Row:
+    """``bench/asyncssh_floor.py`` as a subprocess: connect, run :data:`QUERY`, read it, close; gpudiag's
+    fan-out, key exchange and (with ``ENCRYPTION_ALGS``) cipher order."""
+    argv = [sys.executable, str(REPO / "bench" / "asyncssh_floor.py"), "--port", str(cluster.port),
+            "--user", cluster.user, "--key", str(cluster.client_key), "--known-hosts", str(cluster.known_hosts),
+            "--fan-out", str(fan_out), "--encryption-algs", encryption_algs, "--command", QUERY,
+            *(h.target for h in hosts)]
+    code, out, err, wall, cpu, rss_one, rss_sum, sshd, other = run_measured(argv, env=ENV, sshd_pids=cluster.sshd_pids)
+    failed = [line for line in out.splitlines() if ": failed: " in line]
+    note = f"exit {code}: {err.strip()[-200:]}" if code else "; ".join(failed[:3])
+    return Row(tool=label, fan_out=_fan(fan_out, "gpudiag"), wall_s=wall, cpu_s=cpu, rss_one_mib=rss_one,
                rss_sum_mib=rss_sum, answered=_distinct_hosts(out), sshd_cpu_s=sshd, other_cpu_s=other, note=note)
 
 
-def clush(cluster: SshdCluster, addresses: Sequence[str], fan_out: int) -> Row:
-    argv = ["clush", "-w", hostlist(addresses), "-f", str(fan_out), "-o", _ssh_options(cluster), "-u", "30", QUERY]
-    code, out, err, wall, cpu, rss_one, rss_sum, sshd, other = run_measured(argv, env=dict(os.environ),
-                                                                            sshd_pids=cluster.sshd_pids)
-    note = f"exit {code}: {err.strip().splitlines()[0][:80]}" if code and err.strip() else ""
-    return Row(tool="clush", fan_out=_fan(fan_out, "clush"), wall_s=wall, cpu_s=cpu, rss_one_mib=rss_one,
-               rss_sum_mib=rss_sum, answered=_distinct_hosts(out), sshd_cpu_s=sshd, other_cpu_s=other, note=note)
+def negotiated(cluster: SshdCluster, host: Host) -> list[str]:
+    """The key exchange and cipher each client really negotiates with these sshds (one host, verbose)."""
+    lines = []
+    for tool in ("pdsh", "clush"):
+        if shutil.which(tool) is None:
+            continue
+        for kex in (None, FORCED_KEX):
+            argv, env = _peer_argv(tool, cluster, [host.target], 1, kex, command="true", verbose=True)
+            done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=60)
+            said = done.stdout + done.stderr
+            found = [line.split("debug1: kex: ", 1)[1].split(" MAC:")[0] for line in said.splitlines()
+                     if "debug1: kex: algorithm:" in line or "debug1: kex: client->server cipher:" in line]
+            lines.append(f"  {_peer_label(tool, kex)}: {'; '.join(found) or 'not found in ssh -v'}")
+    records: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record.getMessage())
+
+    logger, keep = logging.getLogger("asyncssh"), Keep()
+    level = logger.level
+    logger.addHandler(keep)
+    logger.setLevel(logging.DEBUG)
+    asyncssh.set_debug_level(2)
+    try:
+        transport = SshTransport(SshOptions(ssh_config=[], connect_timeout_s=10))
+        asyncio.run(transport.run(host, RemoteCommand(command="true")))
+    finally:
+        logger.removeHandler(keep)
+        logger.setLevel(level)
+        asyncssh.set_debug_level(1)
+    kexes = [r.split("Key exchange alg: ", 1)[1] for r in records if "Key exchange alg: " in r]
+    cipher = [r.split("Encryption alg: ", 1)[1] for r in records if "Encryption alg: " in r]
+    lines.append(f"  gpudiag (asyncssh): algorithm: {kexes[0] if kexes else '?'}; "
+                 f"cipher: {cipher[0] if cipher else '?'}")
+    return lines
 
 
 def _fan(n: int, tool: str) -> str:
@@ -416,15 +509,15 @@ def silent_listener() -> Iterator[int]:
 # -- reporting ------------------------------------------------------------------------------------
 def table(rows: Sequence[Row], reference: Row, size: int) -> str:
     head = ("tool", "fan-out", "wall s", "CPU s", "ms/host", "RSS 1p", "RSS sum", "ok", "wall x", "CPU x",
-            "sshd CPU s", "busy %", "other s")
+            "sshd CPU s", "sshd ms/host", "busy %", "other s")
     body = []
     for r in rows:
         busy = 100 * (r.cpu_s + r.sshd_cpu_s) / (r.wall_s * CORES)
-        body.append((r.tool, r.fan_out, f"{r.wall_s:.2f}", f"{r.cpu_s:.2f}", f"{1000 * r.cpu_s / size:.1f}",
+        body.append((r.tool, r.fan_out, f"{r.wall_s:.2f}", f"{r.cpu_s:.2f}", f"{1000 * r.cpu_s / size:.2f}",
                      f"{r.rss_one_mib:.0f}", "-" if r.rss_sum_mib is None else f"{r.rss_sum_mib:.0f}",
                      f"{r.answered}/{size}", f"{r.wall_s / reference.wall_s:.2f}",
-                     f"{r.cpu_s / reference.cpu_s:.2f}", f"{r.sshd_cpu_s:.2f}", f"{busy:.0f}",
-                     f"{r.other_cpu_s:.2f}"))
+                     f"{r.cpu_s / reference.cpu_s:.2f}", f"{r.sshd_cpu_s:.2f}", f"{1000 * r.sshd_cpu_s / size:.1f}",
+                     f"{busy:.0f}", f"{r.other_cpu_s:.2f}"))
     widths = [max(len(str(x[i])) for x in (head, *body)) for i in range(len(head))]
     fmt = "  ".join(f"{{:<{w}}}" if i < 2 else f"{{:>{w}}}" for i, w in enumerate(widths))
     lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
@@ -465,8 +558,212 @@ def _version(argv: Sequence[str]) -> str:
     return (done.stdout + done.stderr).strip().splitlines()[0]
 
 
+# -- where the client's time goes -----------------------------------------------------------------
+def _category(path: str, func: str) -> str:
+    """A profile entry's place: a package, a gpudiag module, a stdlib module, or a built-in by name."""
+    if path == "~":
+        return func
+    if not path.startswith("/"):
+        return path  # <string>, <frozen ...>
+    real = Path(path).resolve()  # the strict editable install links gpudiag's modules into build/
+    parts = real.parts
+    if "site-packages" in parts:
+        return parts[parts.index("site-packages") + 1].split(".")[0]
+    if REPO in real.parents:
+        return "gpudiag " + str(real.relative_to(REPO))
+    if "json" in parts:
+        return f"json/{parts[-1]}"
+    return parts[-2] if parts[-2] == "asyncio" else parts[-1]
+
+
+def _module(path: str) -> str:
+    """A source file's path inside its package, gpudiag's checkout or the standard library."""
+    if not path.startswith("/"):
+        return path
+    real = Path(path).resolve()
+    if REPO in real.parents:
+        return str(real.relative_to(REPO))
+    parts = real.parts
+    for anchor in ("site-packages", "dist-packages"):
+        if anchor in parts:
+            return "/".join(parts[parts.index(anchor) + 1:])
+    return "/".join(parts[-2:])
+
+
+def _ms(seconds: float, size: int) -> str:
+    return f"{1000 * seconds / size:.2f} ms/host"
+
+
+def profile_client(cluster: SshdCluster, size: int, timer: str = "wall", top: int = 25) -> None:
+    """The in-process sweep of one sample plus both renderings (table, json), first timed (CPU of this
+    process; no children), then under cProfile: the share of each package or module and the top functions
+    by own time. Then the JSON encoders on this report's document."""
+    import cProfile
+    import pstats
+
+    from gpudiag.report import render
+    from gpudiag.report.json_report import to_document
+
+    hosts = cluster.extra_hosts(size)
+    options = SweepOptions(samples=1, interval_s=0.0)
+
+    def run_sweep() -> SweepReport:
+        return asyncio.run(sweep(list(hosts), SshTransport(SshOptions(ssh_config=[], connect_timeout_s=10)),
+                                 options))
+
+    warm = asyncio.run(sweep(list(hosts[:4]), SshTransport(SshOptions(ssh_config=[])), options))
+    render(warm, "table"), render(warm, "json")  # their imports are paid once per process: not per host
+    _sshd_settled(cluster.sshd_pids)
+    phases: dict[str, float] = {}
+    started = time.process_time()
+    report = run_sweep()
+    phases["sweep (connect, collect, parse, checks)"] = time.process_time() - started
+    for fmt in ("table", "json"):
+        started = time.process_time()
+        text = render(report, fmt)
+        phases[f"render {fmt} ({len(text) / size / 1024:.1f} KiB/host)"] = time.process_time() - started
+    bad = sum(1 for h in report.hosts if h.status is not HostStatus.OK)
+    print(f"\nprofile: {size} hosts, one sample, {size - bad}/{size} ok; CPU of this process (no profiler):")
+    for name, cpu in phases.items():
+        print(f"  {name:<44} {cpu:6.2f} s  {_ms(cpu, size)}  {cpu / sum(phases.values()):4.0%}")
+    print(f"  {'total':<44} {sum(phases.values()):6.2f} s  {_ms(sum(phases.values()), size)}")
+
+    _sshd_settled(cluster.sshd_pids)
+    # "wall": cProfile's own timer, cheap to read; the time spent waiting in epoll is taken out below, but a busy
+    # machine's preemption still lands in whatever ran (often socket.send). "cpu": process time, exact about
+    # what ran, but read with a system call per event: calls-heavy Python code (rich, json's encoder) reads high.
+    profiler = cProfile.Profile(time.process_time) if timer == "cpu" else cProfile.Profile()
+    profiler.enable()
+    report = run_sweep()
+    render(report, "table")
+    render(report, "json")
+    profiler.disable()
+    # {(file, line, func): (primitive calls, calls, own s, cumulative s, callers)}
+    stats: dict[tuple[str, int, str], Any] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    waiting = sum(v[2] for (path, _l, func), v in stats.items() if path == "~" and "epoll" in func)
+    stats = {k: v for k, v in stats.items() if not (k[0] == "~" and "epoll" in k[2])}
+    total = sum(v[2] for v in stats.values())
+    by_place: dict[str, float] = {}
+    for (path, _line, func), value in stats.items():
+        by_place[_category(path, func)] = by_place.get(_category(path, func), 0.0) + value[2]
+    print(f"under cProfile, {timer} timer: {total:.2f} s of own time besides "
+          f"{waiting:.2f} s waiting in epoll; by place:")
+    for place, own in sorted(by_place.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {own / total:5.1%}  {own:6.2f} s  {place}")
+    print("top functions by own time (and their cumulative time):")
+    for (path, line, func), value in sorted(stats.items(), key=lambda kv: -kv[1][2])[:top]:
+        where = func if path == "~" else f"{_module(path)}:{line} {func}"
+        print(f"  {value[2] / total:5.1%}  own {value[2]:5.2f} s  cum {value[3]:5.2f} s  {value[0]:>8} calls  {where}")
+    cumulative = {f"{_category(path, func)} {func}": value[3] for (path, _l, func), value in stats.items()
+                  if path != "~" and func in ("render_table", "render_json", "to_document", "dumps", "parse_host",
+                                              "sweep_host", "check_host", "run")}
+    print("cumulative time of chosen entry points:")
+    for name, cum in sorted(cumulative.items(), key=lambda kv: -kv[1]):
+        print(f"  {cum / total:5.1%}  {cum:6.2f} s  {name}")
+    json_encoders(to_document(report), size)
+
+
+def json_encoders(document: dict[str, Any], size: int, repeats: int = 5) -> None:
+    """ms per host of each way to write the report's document, best of ``repeats``; orjson when installed."""
+    encoders: list[tuple[str, Any]] = [
+        ("json.dumps(indent=2) [gpudiag today]", lambda d: json.dumps(d, indent=2, allow_nan=False)),
+        ("json.dumps(indent=None, separators=(',', ':'))",
+         lambda d: json.dumps(d, indent=None, separators=(",", ":"), allow_nan=False)),
+        ("json.dumps(indent=None) (', ', ': ')", lambda d: json.dumps(d, allow_nan=False)),
+    ]
+    try:
+        import orjson
+    except ImportError:
+        print("orjson: not installed (pip install orjson)")
+    else:
+        encoders += [("orjson.dumps(OPT_INDENT_2)", lambda d: orjson.dumps(d, option=orjson.OPT_INDENT_2)),
+                     ("orjson.dumps()", lambda d: orjson.dumps(d))]
+    reference = json.dumps(document, indent=2, allow_nan=False)
+    print(f"JSON encoders on this report's document ({size} hosts, {len(reference) / size / 1024:.1f} KiB/host "
+          f"with indent=2), CPU best of {repeats}:")
+    for name, encode in encoders:
+        best = float("inf")
+        for _ in range(repeats):
+            started = time.process_time()
+            out = encode(document)
+            best = min(best, time.process_time() - started)
+        text = out.decode() if isinstance(out, bytes) else out
+        same = "byte-identical to indent=2" if text == reference else (
+            "same document" if json.loads(text) == document else "A DIFFERENT DOCUMENT")
+        print(f"  {name:<48} {1000 * best / size:7.3f} ms/host  {len(text) / size / 1024:5.1f} KiB/host  {same}")
+    started = time.process_time()
+    for _ in range(repeats):
+        json.loads(reference)
+    print(f"  (json.loads of the indent=2 text: {1000 * (time.process_time() - started) / repeats / size:.3f} ms/host)")
+
+
+def cipher_ab(cluster: SshdCluster, size: int, pairs: int) -> None:
+    """``pairs`` alternating runs of the in-process sweep and of the floor, AES-GCM first against chacha20
+    first: client CPU ms/host, mean and standard deviation of each (one run of each is noisy on 2 cores)."""
+    hosts = cluster.extra_hosts(size)
+    for algs in (ENCRYPTION_ALGS, CHACHA_FIRST):  # warm-up: imports, the first use of each cipher
+        gpudiag_in_process(cluster, hosts[:4], 1, 0.0, "warm-up", encryption_algs=algs)
+    runs: dict[str, list[Row]] = {}
+    for n in range(pairs):
+        order = (ENCRYPTION_ALGS, CHACHA_FIRST) if n % 2 == 0 else (CHACHA_FIRST, ENCRYPTION_ALGS)
+        for algs in order:
+            name = "AES-GCM first" if algs == ENCRYPTION_ALGS else "chacha20 first"
+            runs.setdefault(f"gpudiag in-process, {name}", []).append(
+                gpudiag_in_process(cluster, hosts, 1, 0.0, name, encryption_algs=algs))
+            runs.setdefault(f"asyncssh floor, {name}", []).append(asyncssh_floor(cluster, hosts, algs, name))
+    print(f"\ncipher order, {pairs} alternating runs each, {size} hosts, one sample: client CPU ms/host")
+    for label, rows in runs.items():
+        per_host = [1000 * r.cpu_s / size for r in rows]
+        sshd = [1000 * r.sshd_cpu_s / size for r in rows]
+        print(f"  {label:<40} {statistics.mean(per_host):6.2f} +- {statistics.pstdev(per_host):4.2f}  "
+              f"(runs: {', '.join(f'{x:.2f}' for x in per_host)}; sshd side {statistics.mean(sshd):.1f} ms/host; "
+              f"ok {min(r.answered for r in rows)}/{size}; other CPU {max(r.other_cpu_s for r in rows):.2f} s at most)")
+
+
 # -- one size -------------------------------------------------------------------------------------
-def bench_size(size: int, call_ms: float) -> None:
+def summary(rows: Sequence[Row], size: int, node: Sequence[NodeCost]) -> list[str]:
+    """The targets: client CPU per host against the asyncssh floor and the peers, node-side CPU per host."""
+    def row(tool: str, fan_out: int | None = None) -> Row | None:
+        return next((r for r in rows if r.tool == tool and (fan_out is None or r.fan_out.split()[0] == str(fan_out))),
+                    None)
+
+    def ms(r: Row | None) -> str:
+        return "-" if r is None else f"{1000 * r.cpu_s / size:.2f}"
+
+    def ratio(a: Row | None, b: Row | None) -> str:
+        return "-" if a is None or b is None else f"{a.cpu_s / b.cpu_s:.2f}"
+
+    cli, in_process = row("gpudiag CLI, 1 sample", DEFAULT_FAN_OUT["gpudiag"]), row("gpudiag in-process, 1 sample")
+    chacha = row("gpudiag in-process, 1 sample, chacha20 first")
+    floor, floor_chacha = row("asyncssh floor"), row("asyncssh floor, chacha20 first")
+    lines = [f"summary, client CPU ms/host ({size} hosts, one sample, this run):",
+             f"  gpudiag CLI {ms(cli)} (the in-process sweep alone: {ms(in_process)}), asyncssh floor {ms(floor)}: "
+             f"gpudiag/floor {ratio(cli, floor)} (target <= 1.5)",
+             f"  AES-GCM first against chacha20 first: gpudiag in-process {ms(in_process)} vs {ms(chacha)} "
+             f"({ratio(in_process, chacha)}), floor {ms(floor)} vs {ms(floor_chacha)} ({ratio(floor, floor_chacha)})"]
+    for tool in ("pdsh -R ssh", "clush"):
+        fan_out = DEFAULT_FAN_OUT["pdsh" if tool.startswith("pdsh") else "clush"]
+        forced, default = row(f"{tool}, {FORCED_KEX}", fan_out), row(f"{tool}, default kex", fan_out)
+        if forced is None and default is None:
+            continue
+        lines.append(f"  {tool} @ {fan_out}: {FORCED_KEX} {ms(forced)}, default kex {ms(default)}; "
+                     f"{tool.split()[0]}({FORCED_KEX})/gpudiag {ratio(forced, cli)} (target >= 3), "
+                     f"{tool.split()[0]}(default kex)/gpudiag {ratio(default, cli)}")
+    peer_row = row(f"pdsh -R ssh, {FORCED_KEX}", DEFAULT_FAN_OUT["pdsh"])
+    lines.append(f"  sshd side (sshd, shell, the command) ms/host: gpudiag CLI "
+                 f"{'-' if cli is None else f'{1000 * cli.sshd_cpu_s / size:.1f}'}, pdsh ({FORCED_KEX}) "
+                 f"{'-' if peer_row is None else f'{1000 * peer_row.sshd_cpu_s / size:.1f}'}")
+    costs = {c.label: c for c in node}
+    if PEERS_QUERY in costs and COLLECTOR in costs:
+        smi, collector = costs[PEERS_QUERY], costs[COLLECTOR]
+        lines.append(f"  the node's command alone (node_cost.py, simulated node, {NODE_COST_RUNS} runs): gpudiag "
+                     f"collector {collector.cpu_ms:.1f} ms CPU, pdsh's one nvidia-smi call {smi.cpu_ms:.1f}: "
+                     f"{collector.cpu_ms / smi.cpu_ms:.2f}x (target <= 1.5)")
+    return lines
+
+
+def bench_size(size: int, call_ms: float, node: Sequence[NodeCost], profile: str | None = None,
+               cipher_pairs: int = 0) -> None:
     print(f"\n== {size} hosts " + "=" * 80)
     with tempfile.TemporaryDirectory(prefix="gpudiag-bench-") as tmp, contextlib.ExitStack() as stack:
         work = Path(tmp)
@@ -482,11 +779,18 @@ def bench_size(size: int, call_ms: float) -> None:
             return
         print(f"cluster: {len(cluster.sshd_pids)} sshd on port {cluster.port}, up in "
               f"{time.monotonic() - started:.1f} s")
-        run_size(cluster, work, size)
+        if profile:
+            profile_client(cluster, size, profile)
+        elif cipher_pairs:
+            cipher_ab(cluster, size, cipher_pairs)
+        else:
+            run_size(cluster, work, size, node)
 
 
-def run_size(cluster: SshdCluster, work: Path, size: int) -> None:
+def run_size(cluster: SshdCluster, work: Path, size: int, node: Sequence[NodeCost]) -> None:
     hosts = cluster.extra_hosts(size)
+    print("negotiated with these sshds (one host; pdsh and clush with ssh -v):")
+    print("\n".join(negotiated(cluster, hosts[0])))
     addresses = [h.target for h in hosts]
     inventory = write_inventory(work / "inventory.yaml", cluster, hosts)
     gpudiag_cli(cluster, write_inventory(work / "warm.yaml", cluster, hosts[:4]), ["--samples", "1"], "warm-up")
@@ -502,15 +806,19 @@ def run_size(cluster: SshdCluster, work: Path, size: int) -> None:
         # making 5 nvidia-smi calls, outlast the 30 s deadline. On a cluster each node runs its own one.
         rows.append(gpudiag_cli(cluster, inventory, [], "gpudiag CLI, 5 samples/2 s", concurrency=EQUAL_FAN_OUT)[0])
     rows.append(gpudiag_in_process(cluster, hosts, 1, 0.0, "gpudiag in-process, 1 sample"))
+    rows.append(gpudiag_in_process(cluster, hosts, 1, 0.0, "gpudiag in-process, 1 sample, chacha20 first",
+                                   encryption_algs=CHACHA_FIRST))
     rows += gpudiag_watch(cluster, hosts)
-    for name, tool, fan_outs in (("pdsh", pdsh, (EQUAL_FAN_OUT, DEFAULT_FAN_OUT["pdsh"])),
-                                 ("clush", clush, (EQUAL_FAN_OUT,))):
-        if shutil.which(name) is None:
-            print(f"{name}: not installed, skipped")
+    rows.append(asyncssh_floor(cluster, hosts, ENCRYPTION_ALGS, "asyncssh floor"))
+    rows.append(asyncssh_floor(cluster, hosts, CHACHA_FIRST, "asyncssh floor, chacha20 first"))
+    for tool, fan_outs in (("pdsh", (EQUAL_FAN_OUT, DEFAULT_FAN_OUT["pdsh"])), ("clush", (EQUAL_FAN_OUT,))):
+        if shutil.which(tool) is None:
+            print(f"{tool}: not installed, skipped")
             continue
-        rows += [tool(cluster, addresses, f) for f in fan_outs]
+        rows += [peer(tool, cluster, addresses, f, kex) for kex in (None, FORCED_KEX) for f in fan_outs]
     unserved = [r for r in rows if r.answered < size]
     print(table(rows, reference, size))
+    print("\n".join(summary(rows, size, node)))
     swept = next(r for r in rows if r.tool.startswith("gpudiag in-process"))
     later = next(r for r in rows if r.tool.startswith("gpudiag watch, refreshes"))
     print(f"watch: a later refresh of {size} hosts costs {later.wall_s / swept.wall_s:.0%} of a fresh in-process "
@@ -547,6 +855,13 @@ def main() -> None:
     parser.add_argument("--call-ms", type=float, default=H200_CALL_MS,
                         help=f"how long each simulated nvidia-smi call lasts at least (default {H200_CALL_MS:g}: "
                              "an H200's, from bench/node_cost.py)")
+    parser.add_argument("--profile", choices=("wall", "cpu"),
+                        help="instead of the comparison: profile gpudiag's client (in-process sweep of one sample, "
+                             "table and json rendering) at each size with cProfile's wall or CPU timer, and time "
+                             "the JSON encoders")
+    parser.add_argument("--cipher-ab", type=int, default=0, metavar="PAIRS",
+                        help="instead of the comparison: PAIRS alternating runs of the in-process sweep and of the "
+                             "asyncssh floor with AES-GCM first and with chacha20 first")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # pdsh/clush/gpudiag children inherit it
@@ -559,9 +874,16 @@ def main() -> None:
           f"{args.call_ms:g} ms")
     print(f"start-up, median of 5: python3 -c pass {startup_s([sys.executable, '-c', 'pass']):.3f} s, "
           f"python3 -m gpudiag.cli --help {startup_s([sys.executable, '-m', 'gpudiag.cli', '--help']):.3f} s")
+    node: list[NodeCost] = []
+    if not (args.profile or args.cipher_ab):
+        with tempfile.TemporaryDirectory(prefix="gpudiag-node-cost-") as tmp:
+            node = node_costs(stub_env(Path(tmp), args.call_ms), NODE_COST_RUNS)
+        print(f"\na simulated node's commands (bench/node_cost.py --stub --call-ms {args.call_ms:g}, "
+              f"{NODE_COST_RUNS} runs each):")
+        print(cost_table(node))
     try:
         for size in sizes:
-            bench_size(size, args.call_ms)
+            bench_size(size, args.call_ms, node, profile=args.profile, cipher_pairs=args.cipher_ab)
     except SshdUnavailable as exc:
         print(f"cannot run: {exc}")
         sys.exit(1)

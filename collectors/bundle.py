@@ -13,8 +13,8 @@ import importlib.util
 import json
 import os
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 HERE = Path(__file__).resolve().parent
 NODE_DIR = HERE / "node"  # what runs on the node

@@ -63,7 +63,7 @@ def prune(source: str, roots: Iterable[str], keep_prefixes: tuple[str, ...] = ()
     for stmt in tree.body:
         first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
         spans.append((first, stmt.end_lineno or stmt.lineno))
-    if any(a[1] >= b[0] for a, b in zip(spans, spans[1:])):
+    if any(a[1] >= b[0] for a, b in zip(spans, spans[1:], strict=False)):
         return source  # statements sharing a line cannot be cut apart by lines
 
     needed = set(roots)
@@ -84,4 +84,4 @@ def prune(source: str, roots: Iterable[str], keep_prefixes: tuple[str, ...] = ()
                 kept[i] = changed = True
                 needed |= _used(stmt)
     lines = source.splitlines(keepends=True)
-    return "".join("".join(lines[first - 1:last]) for (first, last), keep in zip(spans, kept) if keep)
+    return "".join("".join(lines[first - 1:last]) for (first, last), keep in zip(spans, kept, strict=True) if keep)

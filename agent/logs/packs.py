@@ -48,8 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from gpudiag.model import FactValue
+from gpudiag.yaml_file import YamlFileError, load, read_text
 
 PACKS_DIR = Path(__file__).resolve().parent / "packs"
 # The built-in packs, in the order they are listed and applied: an explicit registry, no discovery.
@@ -279,18 +279,10 @@ def parse_pack(data: object, origin: str) -> Pack:
 def load_pack(path: str | Path) -> Pack:
     """Read and check a pack file; raises :class:`PackError` (one line)."""
     origin = str(path)
-    try:
-        text = Path(path).expanduser().read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise PackError(f"{origin}: cannot read the pack: {reason}") from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise PackError(f"{origin}{line}: YAML syntax error: {problem}") from exc
+    try:  # the same reader, and limits, as the inventory's (gpudiag.yaml_file)
+        data = load(origin, read_text(Path(path).expanduser(), "pack"))
+    except YamlFileError as exc:
+        raise PackError(str(exc)) from exc
     return parse_pack(data, origin)
 
 

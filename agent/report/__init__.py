@@ -25,15 +25,16 @@ class OutputFormat(str, enum.Enum):
 # Options that only shape how text looks; formats that have no use for them ignore them, so the CLI can
 # pass the same options whatever the format.
 _PRESENTATION_OPTIONS = frozenset({"width", "color"})
+_JSON_OPTIONS = frozenset({"samples_detail"})  # every raw sample too, not only each GPU's combined readings
 
 
 def _render_json(report: SweepReport, **options: Any) -> str:
     from gpudiag.report.json_report import render_json  # imported on use: the CLI starts without it
 
-    unknown = sorted(set(options) - _PRESENTATION_OPTIONS)
+    unknown = sorted(set(options) - _PRESENTATION_OPTIONS - _JSON_OPTIONS)
     if unknown:
         raise TypeError(f"the json format takes no option {', '.join(unknown)}")
-    return render_json(report)
+    return render_json(report, samples_detail=bool(options.get("samples_detail", False)))
 
 
 def _render_table(report: SweepReport, **options: Any) -> str:
@@ -56,7 +57,8 @@ _RENDERERS: dict[OutputFormat, Callable[..., str]] = {
 
 
 def render(report: SweepReport, fmt: OutputFormat | str, **options: Any) -> str:
-    """``report`` as text in format ``fmt``; ``options`` go to the formatter (table: ``width``, ``color``).
+    """``report`` as text in format ``fmt``; ``options`` go to the formatter (table: ``width``, ``color``;
+    json: ``samples_detail``).
 
     Raises ``ValueError`` for an unknown format name.
     """

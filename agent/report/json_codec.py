@@ -25,7 +25,6 @@ from typing import Any
 
 from gpudiag.model import Severity
 
-
 _FIELDS: dict[type, tuple[tuple[str, Any], ...]] = {}
 
 

@@ -7,13 +7,14 @@ import io
 from datetime import datetime
 from types import TracebackType
 
-from gpudiag.model import Finding, GpuReading, SweepReport
-from gpudiag.report.table import SEVERITY_TAGS, render_summary_line
 from rich import box
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
+
+from gpudiag.model import Finding, GpuReading, SweepReport
+from gpudiag.report.table import SEVERITY_TAGS, render_summary_line
 
 BAR_CELLS = 12
 

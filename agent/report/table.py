@@ -2,8 +2,9 @@
 
 Hosts whose rows read the same (same cells after rounding, same finding codes and severities) are folded
 into one block labelled with a host range ("gpu[01-03]"), as ``clush -b`` folds identical output; hosts whose
-findings read the same are folded the same way. rich lives here and nowhere else in ``agent/``. Everything
-returns text; nothing prints.
+findings read the same are folded the same way. rich is imported here and by the other terminal renderers
+(``live.py``, ``inventory_table.py``) only: ruff's banned-api rule (pyproject.toml). Everything returns text;
+nothing prints.
 """
 
 from __future__ import annotations
@@ -14,15 +15,16 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from gpudiag.model import Finding, GpuReading, HostReport, Severity, SmiStatus, SweepReport, worst
-from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
-from gpudiag.report.evidence import evidence_lines
 from rich import box
 from rich.cells import cell_len
 from rich.console import Console, JustifyMethod, RenderableType
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
+
+from gpudiag.model import Finding, GpuReading, HostReport, Severity, SmiStatus, SweepReport, worst
+from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
+from gpudiag.report.evidence import evidence_lines
 
 K = TypeVar("K", bound=Hashable)
 

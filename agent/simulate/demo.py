@@ -25,11 +25,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import asyncssh
+
 from gpudiag.model import Host, SweepReport
 from gpudiag.simulate.demo_logs import write_demo_logs
 
 if TYPE_CHECKING:
-    from gpudiag.logs import LogOptions
+    from gpudiag.logs.plan import Planner
+    from gpudiag.runner import SweepOptions
 
 HERE = Path(__file__).resolve().parent
 
@@ -142,19 +144,20 @@ async def demo_cluster() -> AsyncIterator[DemoCluster]:
                 await server.wait_closed()
 
 
-async def sweep_demo(*, samples: int = 5, interval_s: float = 0.5, deadline_s: float = 30.0,
-                     concurrency: int = 64, connect_timeout_s: float = 3.0, logs: LogOptions | None = None,
-                     gpus: bool = True) -> SweepReport:
-    """Start the demo cluster and sweep it through the real SSH transport (``gpus=False``: its logs only)."""
-    from gpudiag.checks import CheckSettings
-    from gpudiag.logs import LogOptions
-    from gpudiag.runner import SweepOptions, sweep
+async def sweep_demo(options: SweepOptions, *, planner: Planner | None = None,
+                     connect_timeout_s: float = 3.0) -> SweepReport:
+    """Start the demo cluster and sweep it with ``options`` through the real SSH transport.
+
+    ``planner``: the log planner for ``options.logs`` that the caller built, and so checked (``--pack``,
+    ``--signature``), before the cluster started; each demo host's plan is built from it once. Built here
+    when not given."""
+    from gpudiag.logs.plan import Planner
+    from gpudiag.runner import sweep
     from gpudiag.transport import SshOptions, SshTransport
 
+    planner = planner or Planner(options.logs)
     async with demo_cluster() as cluster:
+        plans = {host.name: planner.plan(host) for host in cluster.hosts}
         transport = SshTransport(SshOptions(connect_timeout_s=connect_timeout_s,
                                             known_hosts=(cluster.known_hosts,), ssh_config=[]))
-        options = SweepOptions(samples=samples, interval_s=interval_s, deadline_s=deadline_s,
-                               concurrency=concurrency, settings=CheckSettings(), logs=logs or LogOptions(),
-                               gpus=gpus, context=gpus)
-        return await sweep(cluster.hosts, transport, options)
+        return await sweep(cluster.hosts, transport, options, plans=plans)

@@ -12,7 +12,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_local_reads_the_gpu_through_nvml() -> None:
     done = subprocess.run([sys.executable, "-m", "gpudiag.cli", "local", "--format", "json", "--samples", "3",
-                           "--interval", "0.3"], capture_output=True, text=True, cwd=REPO, timeout=120)
+                           "--interval", "0.3", "--samples-detail"], capture_output=True, text=True, cwd=REPO,
+                          timeout=120)
     assert done.returncode in (0, 1), done.stderr
     (host,) = json.loads(done.stdout)["hosts"]
     assert host["status"] == "ok" and host["node"]["source"] == "nvml"
@@ -20,6 +21,8 @@ def test_local_reads_the_gpu_through_nvml() -> None:
         assert gpu["name"].startswith("NVIDIA") and gpu["compute_capability"]
         assert gpu["enforced_power_limit_w"] and gpu["enforced_power_limit_w"] > 50
         assert gpu["energy_power_w"] is not None and len(gpu["samples"]) == 3
+        assert gpu["power"]["source"] == "energy_counter" and gpu["power"]["watts"] == gpu["energy_power_w"]
+        assert gpu["power_instant_w"] is not None and gpu["failed_readings"] == {}  # NVML_FI_DEV_POWER_INSTANT
     assert not [f for f in host["findings"] if f["severity"] in ("unknown", "critical")]
 
 

@@ -15,6 +15,7 @@ import threading
 from typing import Any
 
 import pynvml
+
 from gpudiag.collectors.node import nvml as node_nvml
 from gpudiag.collectors.node import probe
 from gpudiag.parse import parse_probe
@@ -27,6 +28,8 @@ TOLERANCE: dict[str, tuple[float, float]] = {
     "memory_total_mib": (0.0, 0.01), "pcie_gen_max": (0.0, 0.0), "pcie_width_max": (0.0, 0.0),
     "utilization_pct": (10.0, 0.0), "memory_utilization_pct": (10.0, 0.0), "power_w": (15.0, 0.10),
     "sm_clock_mhz": (0.0, 0.05), "temperature_c": (2.0, 0.0), "pcie_gen": (0.0, 0.0), "pcie_width": (0.0, 0.0),
+    # power.draw.instant is one instant, not a 1 s average: two readers a moment apart differ more.
+    "power_instant_w": (30.0, 0.15),
 }
 EXACT = ("name", "uuid", "pci_bus_id", "compute_capability", "sm", "arch", "pstate", "ecc_uncorrected")
 
@@ -61,6 +64,9 @@ def test_nvml_and_nvidia_smi_agree_field_by_field() -> None:
     report: list[dict[str, Any]] = []
     problems: list[str] = []
     for a, b in zip(by_nvml.gpus, by_smi.gpus, strict=True):
+        for g, side in ((a, "NVML"), (b, "nvidia-smi")):
+            if g.failed_readings:
+                problems.append(f"GPU {g.index} {side}: failed readings {g.failed_readings}")
         for name in EXACT:
             if getattr(a, name) != getattr(b, name):
                 problems.append(f"GPU {a.index} {name}: NVML {getattr(a, name)!r} vs nvidia-smi {getattr(b, name)!r}")

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import SshdCluster, SshdUnavailable, running_cluster
+from loopback import SshdCluster, SshdUnavailable, running_cluster
 from webhook import Webhook, running_webhook
 
 pytestmark = pytest.mark.integration

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from gpudiag.model import Host, HostStatus
 from gpudiag.runner import SweepOptions, sweep
 from gpudiag.transport import SshOptions, SshTransport

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from gpudiag.checks import CheckSettings
 from gpudiag.collectors.node import context as node_context
 from gpudiag.logs import LogOptions

@@ -9,15 +9,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from webhook import Webhook, running_webhook
+
 from gpudiag.audit import AuditOptions, audit, parse_duration
 from gpudiag.history import History
 from gpudiag.model import Finding, GpuReading, HostReport, HostStatus, NodeReadings, Severity, SweepReport
 from gpudiag.notify import apprise_available
 from gpudiag.report import OutputFormat
-from webhook import Webhook, running_webhook
+from gpudiag.request import OutputRequest
 
 pytestmark = pytest.mark.integration
 T0 = 1_748_779_200.0
+QUIET = OutputRequest(format=OutputFormat.TABLE, quiet=True)  # cron's --quiet
 
 
 @pytest.fixture
@@ -45,13 +48,13 @@ class Clock:
 
 def test_renotify_after_the_window_with_an_injected_clock(tmp_path: Path, webhook: Webhook) -> None:
     options = AuditOptions(history=tmp_path / "h.sqlite", notify_urls=(webhook.url,),
-                           renotify_s=parse_duration("12h"), quiet=True)
+                           renotify_s=parse_duration("12h"))
     clock = Clock()
     sent = []
     for hours, faulty in ((0, True), (1, True), (11, True), (12, True), (13, True), (24.5, True), (25, False)):
         clock.now = T0 + hours * 3600
         before = len(webhook.bodies)
-        outcome = audit(run(int(hours * 2), faulty), OutputFormat.TABLE, options, clock=clock)
+        outcome = audit(run(int(hours * 2), faulty), QUIET, options, clock=clock)
         assert outcome.stderr == ()
         sent.append([(f["state"], f["renotify"]) for body in webhook.bodies[before:] for f in body["findings"]])
     assert sent == [[("new", False)], [], [], [("ongoing", True)], [], [("ongoing", True)], [("resolved", False)]]
@@ -59,9 +62,9 @@ def test_renotify_after_the_window_with_an_injected_clock(tmp_path: Path, webhoo
 
 
 def test_a_failed_notification_is_reported_recorded_and_retried(tmp_path: Path, webhook: Webhook) -> None:
-    options = AuditOptions(history=tmp_path / "h.sqlite", notify_urls=(webhook.url,), quiet=True)
+    options = AuditOptions(history=tmp_path / "h.sqlite", notify_urls=(webhook.url,))
     webhook.status = 503
-    failed = audit(run(0, True), OutputFormat.TABLE, options, clock=Clock())
+    failed = audit(run(0, True), QUIET, options, clock=Clock())
     assert failed.exit_code == 2 and failed.run_id == 1
     assert failed.stderr == ("notification to http://127.0.0.1:" + webhook.url.split(":")[2].split("/")[0]
                              + " failed: HTTP 503 Service Unavailable",)
@@ -70,17 +73,17 @@ def test_a_failed_notification_is_reported_recorded_and_retried(tmp_path: Path, 
     assert recorded["notify_errors"] == list(failed.stderr) and recorded["open_findings"] == 1
 
     webhook.status = 200
-    retried = audit(run(1, True), OutputFormat.TABLE, options, clock=Clock())
+    retried = audit(run(1, True), QUIET, options, clock=Clock())
     assert retried.stderr == () and retried.run_id == 2
     assert [[(f["state"], f["code"]) for f in b["findings"]] for b in webhook.bodies] == [
         [("ongoing", "ECC_UNCORRECTED")]]  # never sent before, so sent now
-    assert audit(run(2, True), OutputFormat.TABLE, options, clock=Clock()).stderr == ()
+    assert audit(run(2, True), QUIET, options, clock=Clock()).stderr == ()
     assert len(webhook.bodies) == 1  # and not again
 
 
 def test_notify_cmd_failure_is_one_line(tmp_path: Path) -> None:
-    options = AuditOptions(history=tmp_path / "h.sqlite", notify_cmd="false", quiet=True)
-    outcome = audit(run(0, True), OutputFormat.TABLE, options, clock=Clock())
+    options = AuditOptions(history=tmp_path / "h.sqlite", notify_cmd="false")
+    outcome = audit(run(0, True), QUIET, options, clock=Clock())
     assert outcome.stderr == ("notification to --notify-cmd false failed: exited 1",) and outcome.exit_code == 2
 
 
@@ -88,8 +91,8 @@ def test_apprise_delivers_other_schemes(tmp_path: Path, webhook: Webhook) -> Non
     if not apprise_available():
         pytest.skip("Apprise not installed: pip install 'gpudiag[notify]'")
     url = "json://" + webhook.url.removeprefix("http://").split("?")[0]  # Apprise's JSON POST service
-    options = AuditOptions(history=tmp_path / "h.sqlite", notify_urls=(url,), quiet=True)
-    outcome = audit(run(0, True), OutputFormat.TABLE, options, clock=Clock())
+    options = AuditOptions(history=tmp_path / "h.sqlite", notify_urls=(url,))
+    outcome = audit(run(0, True), QUIET, options, clock=Clock())
     assert outcome.stderr == ()
     (body,) = webhook.bodies
     assert body["title"] == "gpudiag: 1 new, 0 resolved, 0 still open"

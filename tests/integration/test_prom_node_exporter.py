@@ -13,9 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from gpudiag.audit import AuditOptions, audit
 from gpudiag.model import Finding, GpuReading, HostReport, HostStatus, NodeReadings, Severity, SweepReport
 from gpudiag.report import OutputFormat
+from gpudiag.request import OutputRequest
 
 pytestmark = pytest.mark.integration
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
@@ -76,7 +78,7 @@ def report() -> SweepReport:
 def test_node_exporter_serves_the_prom_file(node_exporter: tuple[str, Path]) -> None:
     url, folder = node_exporter
     target = folder / "gpudiag.prom"
-    outcome = audit(report(), OutputFormat.TABLE, AuditOptions(prom_file=target, quiet=True))
+    outcome = audit(report(), OutputRequest(format=OutputFormat.TABLE, quiet=True), AuditOptions(prom_file=target))
     assert outcome.exit_code == 2 and outcome.stderr == ()
     assert sorted(p.name for p in folder.iterdir()) == ["gpudiag.prom"]  # the PATH.tmp.<pid> file is gone
     metrics = urllib.request.urlopen(url, timeout=5).read().decode()

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from gpudiag.model import Host
 from gpudiag.transport import RemoteCommand, SshOptions, SshTransport
 

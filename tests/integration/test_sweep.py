@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from gpudiag.checks import CheckSettings
 from gpudiag.collectors.node import probe
 from gpudiag.model import Host, HostReport, HostStatus, Severity, SmiStatus, SweepReport
@@ -292,6 +293,9 @@ def test_cli_json_from_an_inventory(sshd_cluster, tmp_path: Path) -> None:  # ty
     gpu = doc["hosts"][0]["gpus"][0]
     assert (gpu["compute_capability"], gpu["sm"], gpu["enforced_power_limit_w"]) == ("12.0", "SM120", 600.0)
     assert "samples" not in gpu and doc["hosts"][0]["node"]["sample_count"] == 2  # raw samples: on request
+    detailed = json.loads(_cli("sweep", "-i", str(inventory), "--limit", "sick", "--format", "json",
+                               "--samples", "2", "--interval", "0.1", "--samples-detail").stdout)
+    assert [len(g["samples"]) for g in detailed["hosts"][0]["gpus"]] == [2] * 8
 
     quiet = _cli("sweep", "-i", str(inventory), "--limit", "fine", "--quiet", "--samples", "1")
     assert (quiet.returncode, quiet.stdout) == (0, "")

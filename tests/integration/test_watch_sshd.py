@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from loopback import process_ended
+
 from gpudiag.model import RemoteResult
 from gpudiag.runner import SweepOptions, collector_command
 from gpudiag.transport import CommandTimeout, SshOptions, SshTransport
-from loopback import process_ended
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

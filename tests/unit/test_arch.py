@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from gpudiag.arch import arch_name, parse_compute_capability, sm_name
 
 

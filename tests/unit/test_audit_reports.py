@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from builders import finding, gpu, host_report, sweep
+
 from gpudiag.audit import AuditConfigError, AuditOptions, audit, check, parse_duration, to_send
 from gpudiag.changes import ChangeState, OpenFinding, PastRun, compare
 from gpudiag.history import History
@@ -17,6 +18,7 @@ from gpudiag.report.changes_report import annotate, render_changes
 from gpudiag.report.html import render_html, scatter_svg
 from gpudiag.report.json_report import to_document
 from gpudiag.report.prometheus import escape_label, render_prometheus
+from gpudiag.request import OutputRequest
 
 T0 = 1_748_779_200.0
 
@@ -112,10 +114,10 @@ def test_what_is_notified() -> None:
 
 def test_output_and_quiet_without_history(tmp_path: Path) -> None:
     out = tmp_path / "sub" / "r.json"
-    outcome = audit(report(), OutputFormat.JSON, AuditOptions(output=out, quiet=True))
+    outcome = audit(report(), OutputRequest(format=OutputFormat.JSON, quiet=True), AuditOptions(output=out))
     assert (outcome.stdout, outcome.exit_code) == ("", 2)
     assert json.loads(out.read_text())["schema"] == "gpudiag.sweep/2"
-    shown = audit(report(), OutputFormat.JSON, AuditOptions())
+    shown = audit(report(), OutputRequest(format=OutputFormat.JSON), AuditOptions())
     assert json.loads(shown.stdout) == json.loads(out.read_text())
 
 
@@ -125,7 +127,7 @@ def test_html_with_history_has_a_sparkline_per_flagged_gpu(tmp_path: Path) -> No
         run = sweep(host_report("gpu01", gpus=[gpu(index=0), gpu(index=1, power_w=watts)],
                                 findings=[finding(gpu=1)] if watts < 400 else []),
                     started_at=f"2025-06-01T12:{minute:02d}:00Z")
-        outcome = audit(run, OutputFormat.HTML, options, clock=lambda: T0)
+        outcome = audit(run, OutputRequest(format=OutputFormat.HTML), options, clock=lambda: T0)
     page = (tmp_path / "r.html").read_text()
     assert outcome.stdout == "" and page.count('<svg class="sparkline"') == 2  # utilization, power share
     trends = page.split('<table id="trends">')[1].split("</table>")[0]

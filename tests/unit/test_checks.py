@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from builders import gpu, node, sample
+
 from gpudiag.checks import CheckSettings, SettingsError, evaluate, with_overrides
 from gpudiag.checks.gpu import (
     busy_low_power,

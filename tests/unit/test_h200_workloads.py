@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from gpudiag.checks import CheckSettings, evaluate
 from gpudiag.model import HostStatus
 from gpudiag.parse import parse_probe
@@ -89,3 +90,32 @@ def test_recorded_parity_of_nvml_and_nvidia_smi(workload: str) -> None:
     diffs = {f["field"]: f["diff"] for f in doc["fields"] if f["diff"] is not None}
     assert diffs["utilization_pct"] == 0.0 and diffs["enforced_power_limit_w"] == 0.0
     assert abs(diffs["power_w"]) < 1.0
+
+
+PROBE2 = DATA / "h200_580.159_probe2"
+
+
+@pytest.mark.parametrize("workload", ["idle", "spin", "tiny_graph", "gemm"])
+@pytest.mark.parametrize("path", ["nvml", "smi"])
+def test_power_draw_instant_on_both_paths_of_a_real_h200(workload: str, path: str) -> None:
+    """The table's newest reading, recorded through NVML (NVML_FI_DEV_POWER_INSTANT) and nvidia-smi
+    (power.draw.instant) on the H200: present, near the 1 s average, nothing failed, the same verdict."""
+    node = parse_probe(json.loads((PROBE2 / f"{workload}_{path}.json").read_text()))
+    (g,) = node.gpus
+    assert node.source == ("nvml" if path == "nvml" else "nvidia-smi (python collector)")
+    assert g.power_instant_w is not None and g.power_w is not None and g.failed_readings == ()
+    assert abs(g.power_instant_w - g.power_w) <= max(15.0, 0.05 * g.power_w)
+    assert all(s.power_instant_w is not None for s in g.samples) and len(g.samples) == 5
+    power = g.power()
+    assert power is not None
+    assert power.source.value == ("energy_counter" if path == "nvml" else "power_draw")
+    codes = [f.code for f in evaluate("h200", HostStatus.OK, None, node, CheckSettings())]
+    assert codes == VERDICTS[workload][0], VERDICTS[workload][1]
+
+
+def test_recorded_parity_of_power_draw_instant() -> None:
+    for workload in ("spin", "gemm"):
+        doc = json.loads((PROBE2 / f"parity_{workload}.json").read_text())
+        assert doc["problems"] == []
+        (row,) = [f for f in doc["fields"] if f["field"] == "power_instant_w"]
+        assert row["nvml"] is not None and row["nvidia_smi"] is not None and abs(row["diff"]) < 30.0

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from builders import finding, gpu, host_report, sweep
+
 from gpudiag.changes import ChangeState, FlapRule, fingerprints, gpu_keys
 from gpudiag.history import HISTORY_SCHEMA, MIGRATIONS, History, HistoryError, HistoryLocked
 from gpudiag.model import HostStatus, Severity, SweepReport

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from ClusterShell.NodeSet import NodeSet
+
 from gpudiag.hostlist import MAX_NAMES, HostPatternError, expand, fold
 
 

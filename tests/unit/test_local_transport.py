@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import os
 import time
+import warnings
 from pathlib import Path
 
 import pytest
+
 from gpudiag.model import Host
 from gpudiag.transport import CommandTimeout, LocalTransport, RemoteCommand
 
@@ -45,3 +49,49 @@ def test_the_deadline_ends_the_whole_process_group(tmp_path: Path) -> None:
         time.sleep(0.05)
     os.kill(pid, 9)
     raise AssertionError("the grandchild outlived the deadline")
+
+
+def _resource_warnings_after(command: RemoteCommand) -> list[str]:
+    """Run ``command`` (a timeout is fine), collect the garbage, return the ResourceWarnings it raised: an
+    unclosed subprocess transport, pipe or still-running Popen warns only when it is collected."""
+    with contextlib.suppress(CommandTimeout):
+        run(command)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gc.collect()
+    return [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+@pytest.mark.parametrize("command", [
+    pytest.param(RemoteCommand(command="sleep 30", deadline_s=0.3), id="outlives its deadline"),
+    pytest.param(RemoteCommand(command="sleep 0.2; exec sleep 30", deadline_s=0.5), id="deadline, exec'd child"),
+    pytest.param(RemoteCommand(command="yes gpudiag", stdout_limit_bytes=100_000), id="floods stdout"),
+    pytest.param(RemoteCommand(command="yes gpudiag >&2 & yes gpudiag", stdout_limit_bytes=10_000),
+                 id="floods both"),
+    pytest.param(RemoteCommand(command="exit 0", stdin=b"x" * 1_000_000), id="leaves its stdin unread"),
+])
+def test_every_path_closes_what_it_opened(command: RemoteCommand) -> None:
+    for _ in range(5):  # the leak depended on the order of the loop's last callbacks: try it a few times
+        assert _resource_warnings_after(command) == []
+
+
+def test_a_process_that_leaves_its_stdin_unread_answers_with_its_exit_status() -> None:
+    result = run(RemoteCommand(command="echo done; exit 4", stdin=b"x" * 1_000_000))
+    assert (result.stdout, result.exit_status, result.stdout_truncated) == (b"done\n", 4, False)
+
+
+def test_a_cancelled_run_ends_the_process_and_closes_its_pipes(tmp_path: Path) -> None:
+    pid_file = tmp_path / "sh.pid"
+
+    async def cancelled() -> None:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(LocalTransport().run(HOST, RemoteCommand(command=f"echo $$ > {pid_file}; "
+                                                                            "exec sleep 30")), 0.5)
+
+    asyncio.run(cancelled())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)  # ended and reaped

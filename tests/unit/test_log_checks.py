@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from builders import gpu, node, sample
+
 from gpudiag.checks import CheckSettings, evaluate
 from gpudiag.checks.context import expert_parallel
 from gpudiag.collectors.node import logscan

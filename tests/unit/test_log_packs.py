@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from gpudiag.logs import KERNEL, LogConfigError, LogOptions, PackError, Registry, build_plans, builtin_packs, load_pack
 from gpudiag.logs.echo import facts_of, parse_argv, parse_dict, parse_kwargs, same_value, value_of
 from gpudiag.logs.packs import BUILTIN, parse_pack

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from gpudiag.logs import LogConfigError, LogOptions
 from gpudiag.model import Host, RemoteResult
 from gpudiag.remote import collector_call

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from builders import host_report, node, sweep
+
 from gpudiag.logs import Registry, builtin_packs
 from gpudiag.model import HostStatus, LogLine, LogMatch, LogScan, LogStatus
 from gpudiag.report.logs_report import grep_document, grep_exit_code, render_grep, render_signatures

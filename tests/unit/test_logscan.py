@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from gpudiag.collectors.bundle import NODE_DIR, bundle
 from gpudiag.collectors.node import logscan as ls
 

@@ -16,6 +16,7 @@ import zlib
 from typing import Any
 
 import pytest
+
 from gpudiag.checks import CheckSettings, evaluate
 from gpudiag.collectors.bundle import bundle, nvml_binding
 from gpudiag.collectors.node.nvml import NvmlUnavailable, collect

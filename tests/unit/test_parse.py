@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from gpudiag.collectors.node.probe import choose_fields, known_fields
 from gpudiag.collectors.node.readings import BY_NAME
 from gpudiag.model import GpuReading, SmiStatus, decode_reasons
@@ -72,6 +73,7 @@ def test_real_h200_idle_capture_parses_to_exact_reading() -> None:
 def test_power_draw_instant_is_read_beside_the_average_and_shown_in_the_json() -> None:
     """power.draw.instant (one table entry) on the recorded H200 line: parsed, combined, in the JSON."""
     from builders import host_report, sweep
+
     from gpudiag.report.json_report import to_document
 
     lines = [LINE.replace("79.32, 79.40", f"79.32, {p}") for p in ("79.40", "412.70", "80.10")]

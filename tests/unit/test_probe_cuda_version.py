@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
+
 from gpudiag.collectors.node import probe
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -7,6 +7,7 @@ import types
 from pathlib import Path
 
 import pytest
+
 from gpudiag.collectors.bundle import NODE_DIR, NVML_READER_FILES, nvml_binding, pynvml_source
 from gpudiag.collectors.prune import names_used, prune
 

@@ -12,8 +12,8 @@ import dataclasses
 import typing
 from pathlib import Path
 
-import pytest
 import pynvml
+import pytest
 
 from gpudiag.collectors.node import readings
 from gpudiag.collectors.node.probe import known_fields

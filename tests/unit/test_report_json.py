@@ -9,6 +9,7 @@ from dataclasses import fields
 
 import pytest
 from builders import finding, gpu, host_report, node, sample, sweep
+
 from gpudiag.model import (
     SWEEP_SCHEMA,
     GpuLink,
@@ -298,3 +299,27 @@ def test_a_schema_1_document_is_read_as_schema_2():
     del busy["clock_event_reasons_mask"]  # schema 1 had only the names
 
     assert from_document(doc) == _report()
+
+
+def test_scheduler_state_is_written_only_when_a_scheduler_gave_the_hosts():
+    plain_report = _report()
+    assert all("scheduler_state" not in h for h in to_document(plain_report)["hosts"])
+    drained = dataclasses.replace(plain_report.hosts[1], scheduler_state="drained", scheduler_reason="rma: fan")
+    report = dataclasses.replace(plain_report, hosts=(plain_report.hosts[0], drained, *plain_report.hosts[2:]))
+    host = to_document(report)["hosts"][1]
+    assert list(host)[:6] == ["host", "address", "status", "error", "scheduler_state", "scheduler_reason"]
+    assert (host["scheduler_state"], host["scheduler_reason"]) == ("drained", "rma: fan")
+    assert from_document(json.loads(render_json(report, samples_detail=True))) == report
+
+
+def test_orjson_and_the_standard_library_write_the_same_text():
+    """With the fast extra the report's text must not change: orjson and json.dumps, byte for byte."""
+    orjson = pytest.importorskip("orjson")  # installed by the test extra: CI runs this
+    from gpudiag.report import json_report
+
+    doc = to_document(_report(), samples_detail=True)
+    doc["hosts"][0]["node"]["hostname"] = "gpu01 – ünïcode ✓"
+    standard = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False)
+    assert orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() == standard
+    assert json_report.dumps(doc) == standard
+    assert json_report.dumps({"big": 2**70}) == '{\n  "big": 1180591620717411303424\n}'

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from builders import finding, gpu, host_report, node, sweep
+
 from gpudiag.model import HostStatus, Severity, SmiStatus
 from gpudiag.report import OutputFormat, render
 from gpudiag.report.table import (

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+
 from gpudiag.model import Host, HostStatus, RemoteResult
 from gpudiag.remote import collector_call
 from gpudiag.runner import SweepOptions, sweep

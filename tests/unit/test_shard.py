@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from builders import finding, host_report, sweep
+
 from gpudiag.model import Host, HostStatus, Severity
 from gpudiag.shard import ShardError, merge, parse_shard, select_shard, shard_of
 

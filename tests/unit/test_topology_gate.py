@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from gpudiag.collectors.node.probe import looks_starved
 from gpudiag.parse_logs import parse_context
 

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from builders import finding, gpu, host_report, sweep
+
 from gpudiag.model import Host, RemoteResult
 from gpudiag.report.live import bar, render_watch
 from gpudiag.transport import ConnectFailed, RemoteCommand
