@@ -1,4 +1,5 @@
-"""The command line's choices as ``str`` Enums that typer checks (``--source``, ``--event-loop``, ``--drain-on``).
+"""The command line's choices as ``str`` Enums that typer checks (``--source``, ``--event-loop``, ``--drain-on``,
+``gpudiag history --format``).
 
 A module of its own, standard library only: the CLI declares its options with these on start, which must
 stay fast (``gpudiag --help``), and the layer that acts on a choice (``remote.collector_call`` for
@@ -30,3 +31,10 @@ class DrainLevel(str, enum.Enum):
 
     CRITICAL = "critical"
     WARNING = "warning"
+
+
+class HistoryFormat(str, enum.Enum):
+    """How ``gpudiag history`` prints the recorded runs (``--format``)."""
+
+    TABLE = "table"
+    JSON = "json"

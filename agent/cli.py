@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from gpudiag import cli_logs, cli_slurm
+from gpudiag import cli_audit, cli_logs, cli_slurm
 from gpudiag import cli_options as opt
 from gpudiag.choices import DrainLevel, EventLoop, Source
 from gpudiag.cli_common import (
@@ -93,6 +93,17 @@ def sweep(
     slurm_state: list[str] = cli_slurm.SLURM_STATE,
     drain_on: DrainLevel | None = cli_slurm.DRAIN_ON,
     dry_run: bool = cli_slurm.DRY_RUN,
+    history: Path | None = cli_audit.HISTORY,
+    keep_days: float | None = cli_audit.KEEP_DAYS,
+    history_lock_wait: float = cli_audit.LOCK_WAIT,
+    only_changes: bool = cli_audit.ONLY_CHANGES,
+    flap_changes: int = cli_audit.FLAP_CHANGES,
+    flap_window: int = cli_audit.FLAP_WINDOW,
+    notify: list[str] = cli_audit.NOTIFY,
+    notify_cmd: str | None = cli_audit.NOTIFY_CMD,
+    renotify: str | None = cli_audit.RENOTIFY,
+    prom_file: Path | None = cli_audit.PROM_FILE,
+    output: Path | None = cli_audit.OUTPUT,
 ) -> None:
     """Sweep hosts over SSH, read their GPUs and logs, and report what is wrong."""
     from gpudiag.logs import LogOptions
@@ -115,7 +126,11 @@ def sweep(
                                   bandwidth_memory_utilization_pct=bandwidth_pct),
             demo=demo,
             output=OutputRequest(format=fmt, quiet=quiet, samples_detail=samples_detail),
-            drain_on=drain_on, dry_run=dry_run)
+            drain_on=drain_on, dry_run=dry_run,
+            audit=cli_audit.audit_options(history=history, keep_days=keep_days, lock_wait_s=history_lock_wait,
+                                          only_changes=only_changes, flap_changes=flap_changes,
+                                          flap_window=flap_window, notify=notify, notify_cmd=notify_cmd,
+                                          renotify=renotify, prom_file=prom_file, output=output))
         if request.hosts.slurm is not None and not demo:  # Slurm gives the hosts: its nodes' states are kept
             selected = selected_hosts(request.hosts)
             report = sweep_selected(request, selected)
@@ -125,12 +140,12 @@ def sweep(
                                                     "--slurm-* or --demo")
     except configuration_errors() as exc:
         raise fail(str(exc)) from None
-    if selected is not None and selected.slurm_nodes is not None:  # each node's Slurm state, the drain actions
-        raise typer.Exit(cli_slurm.finish(report, request, selected.slurm_nodes))
-    code = report.exit_code
-    if not (quiet and code == 0):
-        typer.echo(render_report(report, request.output, color=sys.stdout.isatty()))
-    raise typer.Exit(code)
+    # Slurm's drain step first, so that the history, the files and the notifications carry each node's Slurm
+    # state and the actions; then the audit step (record, write, notify) prints the report.
+    drained = None
+    if selected is not None and selected.slurm_nodes is not None:
+        report, drained = cli_slurm.drain(report, request, selected.slurm_nodes)
+    raise typer.Exit(cli_audit.finish(report, request, drained))
 
 
 @app.command()
@@ -293,11 +308,14 @@ def merge(
     raise typer.Exit(report.exit_code)
 
 
-# gpudiag signatures / gpudiag grep live in agent/cli_logs.py and gpudiag undrain in agent/cli_slurm.py (this
-# module would pass 400 lines); registered here, after the commands above, so that --help lists them in order.
+# gpudiag signatures / gpudiag grep live in agent/cli_logs.py, gpudiag undrain in agent/cli_slurm.py, gpudiag
+# history / gpudiag exporter in agent/cli_audit.py (this module would pass 400 lines); registered here, after
+# the commands above, so that --help lists them in order.
 app.command()(cli_logs.signatures)
 app.command()(cli_logs.grep)
 app.command()(cli_slurm.undrain)
+app.command()(cli_audit.history)
+app.command()(cli_audit.exporter)
 
 
 def _click_classes(name: str) -> tuple[type[BaseException], ...]:

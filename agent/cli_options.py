@@ -13,7 +13,8 @@ PORT = typer.Option(None, "--port", "-p", help="SSH port for the targets.")
 IDENTITY_FILE = typer.Option(None, "--identity-file", help="Private key (loaded once per run).")
 LIMIT = typer.Option([], "--limit", help="Only these groups or host patterns (repeatable).")
 EXCLUDE = typer.Option([], "--exclude", help="Leave out these host patterns (repeatable).")
-FORMAT = typer.Option(OutputFormat.TABLE, "--format", "-f", help="table or json.")
+FORMAT = typer.Option(OutputFormat.TABLE, "--format", "-f", help="table, json or html (one self-contained page; "
+                      "sweep writes it to --output FILE).")
 CONCURRENCY = typer.Option(256, "--concurrency", min=1, help="Hosts in flight at once.")
 CONNECT_TIMEOUT = typer.Option(10.0, "--connect-timeout", min=0.1, help="Seconds from the start of the TCP "
                                "connect to a logged-in session: SSH banner, key exchange and authentication "

@@ -4,8 +4,10 @@ A command module (with agent/cli.py and agent/cli_logs.py, the only code that pr
 like cli_logs it imports agent/cli_common.py, never agent/cli.py. ``sweep`` puts the flags in its request
 (:func:`selection` → ``HostSelection.slurm``; ``SweepRequest.drain_on`` and ``dry_run``):
 :func:`gpudiag.request.select_hosts` then takes the hosts from Slurm (an inventory or the flags give the
-settings), and ``sweep`` calls :func:`finish` instead of its own rendering (the report, each node's Slurm state
-and reason, and the drain actions). ``undrain`` is a command of its own, registered on the app by gpudiag.cli.
+settings), and ``sweep`` calls :func:`drain` after the sweep: it plans (with ``--yes`` runs) the drains and adds
+each node's Slurm state and reason to the report; the scheduled-audit step (gpudiag.cli_audit.finish) then
+records and prints that report with the :class:`Drained` parts (the ``slurm`` block, the lines after the table,
+the actions). ``undrain`` is a command of its own, registered on the app by gpudiag.cli.
 
 In ``--format json`` the sweep document gets a ``"slurm"`` key: ``{"nodes": {name: {state, reason}},
 "drain_on": level or null, "dry_run": bool, "actions": [...]}``; the actions are also written, one a line, on
@@ -14,8 +16,8 @@ stderr. In the table format they follow the report on stdout.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,7 +29,6 @@ from gpudiag.cli_common import (
     EXIT_CANNOT_RUN,
     configuration_errors,
     fail,
-    render_report,
     selected_hosts,
     sweep_selected,
 )
@@ -63,9 +64,37 @@ def selection(partitions: Sequence[str], job: str | None, nodelist: str | None,
     return None if chosen.empty else chosen
 
 
-def finish(report: SweepReport, request: SweepRequest, nodes: Mapping[str, SlurmNode]) -> int:
-    """For ``sweep`` when Slurm gave the hosts: plan (and with ``--yes`` run) the drains, print the report with
-    each node's Slurm state and the actions; returns the exit code (the report's)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Drained:
+    """What the Slurm step of ``sweep`` did: the swept nodes (their states as read before any drain of this run)
+    and the drain actions, planned or run."""
+
+    nodes: Mapping[str, SlurmNode]
+    actions: tuple[Action, ...] = ()
+
+    def document(self, request: SweepRequest) -> dict[str, object]:
+        """The JSON report's top-level ``slurm`` key."""
+        return {"slurm": slurm_document(self.nodes, self.actions, request.drain_on, request.dry_run)}
+
+    def tail(self, report: SweepReport, request: SweepRequest) -> str:
+        """The lines printed after the table: the nodes worth a look with their Slurm state, and the actions."""
+        by_host = {h.host: h for h in report.hosts}
+        odd = [n for n in self.nodes.values() if n.state.rstrip("*") not in ("idle", "mixed", "allocated")
+               or n.reason or (by_host.get(n.name) and by_host[n.name].findings)]
+        lines = []
+        if odd:
+            lines.append("Slurm:")
+            lines.extend(f"  {node.name}  {node.state}" + (f"  ({node.reason})" if node.reason else "")
+                         for node in odd)
+        if self.actions:
+            lines.append("Actions" + (" (dry run: --yes runs them):" if request.dry_run else ":"))
+            lines.extend(f"  {a.line}" for a in self.actions)
+        return "\n".join(lines)
+
+
+def drain(report: SweepReport, request: SweepRequest, nodes: Mapping[str, SlurmNode]) -> tuple[SweepReport, Drained]:
+    """For ``sweep`` when Slurm gave the hosts: plan (and with ``--yes`` run) the drains; the report with each
+    node's Slurm state and reason, and what was done. A Slurm command that cannot run: one line, exit 3."""
     from gpudiag.drain import plan_drain
 
     actions: tuple[Action, ...] = ()
@@ -77,10 +106,7 @@ def finish(report: SweepReport, request: SweepRequest, nodes: Mapping[str, Slurm
                 actions = _apply(plan_drain(report, nodes, request.drain_on))
     except ValueError as exc:
         raise fail(str(exc)) from None
-    report = with_scheduler_state(report, nodes)
-    if not (request.output.quiet and report.exit_code == 0 and not actions):
-        _print(report, request, nodes, actions)
-    return report.exit_code
+    return with_scheduler_state(report, nodes), Drained(nodes=nodes, actions=actions)
 
 
 def with_scheduler_state(report: SweepReport, nodes: Mapping[str, SlurmNode]) -> SweepReport:
@@ -123,32 +149,6 @@ def slurm_document(nodes: Mapping[str, SlurmNode], actions: Sequence[Action], dr
         "dry_run": dry_run,
         "actions": [a.as_dict() for a in actions],
     }
-
-
-def _print(report: SweepReport, request: SweepRequest, nodes: Mapping[str, SlurmNode],
-           actions: Sequence[Action]) -> None:
-    lines = [a.line for a in actions]
-    if request.output.format is OutputFormat.JSON:
-        from gpudiag.report.json_report import dumps, to_document
-
-        document = to_document(report, samples_detail=request.output.samples_detail)
-        document["slurm"] = slurm_document(nodes, actions, request.drain_on, request.dry_run)
-        typer.echo(dumps(document))
-        for line in lines:
-            typer.echo(f"gpudiag: {line}", err=True)
-        return
-    typer.echo(render_report(report, request.output, color=sys.stdout.isatty()))
-    by_host = {h.host: h for h in report.hosts}
-    odd = [n for n in nodes.values() if n.state.rstrip("*") not in ("idle", "mixed", "allocated")
-           or n.reason or (by_host.get(n.name) and by_host[n.name].findings)]
-    if odd:
-        typer.echo("Slurm:")
-        for node in odd:
-            typer.echo(f"  {node.name}  {node.state}" + (f"  ({node.reason})" if node.reason else ""))
-    if actions:
-        typer.echo("Actions" + (" (dry run: --yes runs them):" if request.dry_run else ":"))
-        for line in lines:
-            typer.echo(f"  {line}")
 
 
 def undrain(

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from gpudiag.report import OutputFormat
 
 if TYPE_CHECKING:
+    from gpudiag.audit import AuditOptions
     from gpudiag.choices import DrainLevel
     from gpudiag.logs import LogPlan
     from gpudiag.logs.plan import Planner
@@ -121,11 +122,18 @@ class SweepRequest:
     output: OutputRequest = field(default_factory=OutputRequest)
     drain_on: DrainLevel | None = None  # --drain-on: drain the Slurm nodes with a finding at this level or worse
     dry_run: bool = True  # --dry-run/--yes: print the drain actions, or run them
+    audit: AuditOptions | None = None
+    """``sweep``'s scheduled-audit flags (``--history``, ``--notify``, ``--prom-file``, ``--output``, ...), checked
+    here with the output format (:func:`gpudiag.audit.check`); None for the commands that have none."""
 
     def __post_init__(self) -> None:
         if self.drain_on is not None and self.hosts.slurm is None:
             raise RequestError("--drain-on needs the nodes from Slurm: add --slurm-partition, --slurm-job, "
                                "--slurm-nodelist or --slurm-state")
+        if self.audit is not None:
+            from gpudiag.audit import check
+
+            check(self.audit, self.output.format)  # AuditConfigError (a ValueError): one line
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

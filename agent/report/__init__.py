@@ -19,6 +19,7 @@ class OutputFormat(str, enum.Enum):
 
     TABLE = "table"
     JSON = "json"
+    HTML = "html"  # one self-contained page (gpudiag.report.html); written with --output FILE
 
 
 # Options that only shape how text looks; formats that have no use for them ignore them, so the CLI can
@@ -42,9 +43,16 @@ def _render_table(report: SweepReport, **options: Any) -> str:
     return render_table(report, **options)
 
 
+def _render_html(report: SweepReport, **options: Any) -> str:
+    from gpudiag.report.html import render_html  # imported on use, like the others
+
+    return render_html(report)
+
+
 _RENDERERS: dict[OutputFormat, Callable[..., str]] = {
     OutputFormat.TABLE: _render_table,
     OutputFormat.JSON: _render_json,
+    OutputFormat.HTML: _render_html,
 }
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag.choices import EventLoop, Source
+from gpudiag.choices import EventLoop, HistoryFormat, Source
 from gpudiag.remote import collector_call
 from gpudiag.report import OutputFormat
 from gpudiag.runner import SweepOptions, collector_command
@@ -25,10 +25,11 @@ def gpudiag(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 @pytest.mark.parametrize(("args", "option", "choices"), [
     (("local", "--source", "nvml"), "'--source'", "'nvml' is not one of 'auto', 'nvidia-smi'"),
     (("sweep", "localhost", "--source", "NVML"), "'--source'", "'NVML' is not one of 'auto', 'nvidia-smi'"),
-    (("local", "--format", "xml"), "'--format' / '-f'", "'xml' is not one of 'table', 'json'"),
+    (("local", "--format", "xml"), "'--format' / '-f'", "'xml' is not one of 'table', 'json', 'html'"),
     (("merge", "-f", "yaml", "x.json"), "'--format' / '-f'", "'yaml' is not one of 'table', 'json'"),
     (("--event-loop", "trio", "local"), "'--event-loop'", "'trio' is not one of 'asyncio', 'uvloop'"),
     (("sweep", "localhost", "--drain-on", "often"), "'--drain-on'", "'often' is not one of 'critical', 'warning'"),
+    (("history", "h.sqlite", "--format", "html"), "'--format' / '-f'", "'html' is not one of 'table', 'json'"),
     (("undrain", "--drain-on", "often"), "'--drain-on'", "'often' is not one of 'critical', 'warning'"),
 ])
 def test_a_bad_choice_is_a_usage_error(args: tuple[str, ...], option: str, choices: str) -> None:
@@ -47,7 +48,8 @@ def test_a_bad_event_loop_from_the_environment_is_a_usage_error() -> None:
 def test_the_choices_are_the_enums() -> None:
     assert [s.value for s in Source] == ["auto", "nvidia-smi"]
     assert [e.value for e in EventLoop] == ["asyncio", "uvloop"]
-    assert [f.value for f in OutputFormat] == ["table", "json"]
+    assert [f.value for f in OutputFormat] == ["table", "json", "html"]
+    assert [f.value for f in HistoryFormat] == ["table", "json"]
     assert SweepOptions().source is Source.AUTO
 
 

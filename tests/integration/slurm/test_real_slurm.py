@@ -112,6 +112,31 @@ def test_sweep_drain_and_undrain_through_slurm_and_sshd(slurm: SlurmCluster, ssh
     assert slurm.state_of("gpu02")[0] == "IDLE+DRAIN" and slurm.state_of("gpu03") == ("IDLE+DRAIN", "rma: fan")
 
 
+def test_sweep_with_history_records_and_drains(slurm: SlurmCluster, sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # The Slurm step runs first (drain, each node's state), then the audit step records and writes that report.
+    history, report = tmp_path / "state" / "history.sqlite", tmp_path / "report.json"
+    args = ("sweep", "--slurm-nodelist", "gpu[01-02]", *ssh_args(sshd_cluster), "--drain-on", "critical", "--yes",
+            "--history", str(history))
+    first = cli(*args, "--format", "json", "--output", str(report))
+    assert first.returncode == 2, first.stderr
+    doc = json.loads(first.stdout)
+    assert json.loads(report.read_text()) == doc
+    assert doc["history"] == {"run": 1}
+    assert doc["changes"]["findings"] == []  # the first recorded run is the baseline
+    (drain,) = doc["slurm"]["actions"]
+    assert (drain["node"], drain["action"], drain["done"]) == ("gpu02", "drain", True)
+    assert {h["host"]: h["scheduler_state"] for h in doc["hosts"]} == {"gpu01": "idle", "gpu02": "idle"}
+    assert "gpudiag: done: drain gpu02" in first.stderr
+    assert slurm.state_of("gpu02") == ("IDLE+DRAIN", drain["reason"])
+
+    again = cli(*args, "--only-changes")  # nothing new: stdout silent; the exit code still says the state
+    assert (again.returncode, again.stdout) == (2, ""), again.stderr
+    assert all(line.startswith("gpudiag: ") for line in again.stderr.splitlines())
+    runs = json.loads(cli("history", str(history), "--format", "json").stdout)
+    assert [r["run"] for r in runs] == [2, 1]
+    assert slurm.state_of("gpu02") == ("IDLE+DRAIN", drain["reason"])
+
+
 def test_bad_slurm_flags_are_one_line(slurm: SlurmCluster, sshd_cluster) -> None:  # type: ignore[no-untyped-def]
     bad = cli("sweep", "--slurm-partition", "nope", *ssh_args(sshd_cluster))
     assert (bad.returncode, bad.stderr) == (3, "gpudiag: --slurm-partition nope: no such partition (or it has no "

@@ -1,0 +1,70 @@
+"""``gpudiag exporter`` against the loopback cluster, with a node whose nvidia-smi hangs: /metrics (served by
+prometheus_client) answers at once from the last finished refresh, before the first refresh too, and shows
+the fleet's series once a refresh has finished; the hung node shows as down."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def scrape(url: str) -> tuple[float, str]:
+    started = time.monotonic()
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    return time.monotonic() - started, text
+
+
+def test_exporter_answers_from_the_last_refresh(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("prometheus_client", reason="prometheus_client not installed: pip install 'gpudiag[exporter]'")
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(f"{sshd_cluster.inventory_defaults()}hosts:\n" + "".join(
+        f"  {s}: {{address: {sshd_cluster.address_of(s)}}}\n" for s in ("healthy", "case_study", "hang")))
+    port = _free_port()
+    log = tmp_path / "exporter.log"
+    url = f"http://127.0.0.1:{port}/metrics"
+    with log.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "gpudiag.cli", "exporter", "-i", str(inventory),
+                                 "--listen", f"127.0.0.1:{port}", "--every", "1", "--samples", "1", "--interval",
+                                 "0", "--timeout", "4"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        latencies, text = [], ""
+        deadline = time.monotonic() + 60
+        while 'gpudiag_host_up{host="healthy"} 1.0' not in text:
+            assert time.monotonic() < deadline and proc.poll() is None, log.read_text()
+            try:
+                latency, text = scrape(url)
+            except OSError:  # not listening yet
+                time.sleep(0.2)
+                continue
+            latencies.append(latency)
+            time.sleep(0.2)
+        assert len(latencies) > 3 and max(latencies) < 2.0  # the hung node (4 s deadline) never held a scrape
+        lines = text.splitlines()
+        assert 'gpudiag_host_up{host="hang"} 0.0' in lines
+        assert any(line.startswith('gpudiag_finding{code="BUSY_LOW_POWER",gpu="0",host="case_study"') for line in lines)
+        assert any(line.startswith('gpudiag_gpu_power_watts{gpu="0",host="healthy"') for line in lines)
+        assert "# TYPE gpudiag_gpu_utilization_ratio gauge" in lines
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert sshd_cluster.hung_stub_ended("hang", wait_s=10)
