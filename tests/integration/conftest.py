@@ -7,6 +7,8 @@ The names the tests use are re-exported from here.
 
 from __future__ import annotations
 
+import socket
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -33,3 +35,30 @@ def sshd_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshdClust
             yield cluster
     except SshdUnavailable as exc:
         pytest.skip(str(exc))
+
+
+@pytest.fixture()
+def silent_listener() -> Iterator[int]:
+    """A TCP port that accepts and never says a word: a hung sshd or a black-holed host."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    server.close()

@@ -9,11 +9,8 @@ import asyncio
 import dataclasses
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -92,32 +89,6 @@ def test_a_changed_key_never_suggests_accept_new(sshd_cluster, accept_new: bool)
 
 
 # -- #12: statuses that say what happened -------------------------------------------------------------------
-
-@pytest.fixture()
-def silent_listener() -> Iterator[int]:
-    """A TCP port that accepts and never says a word: a hung sshd or a black-holed host."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    for conn in held:
-        conn.close()
-    server.close()
 
 
 @pytest.mark.parametrize(("connect_s", "login_s", "error"), [

@@ -11,11 +11,8 @@ import asyncio
 import dataclasses
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -177,32 +174,6 @@ def test_nothing_listening_is_unreachable(sshd_cluster) -> None:  # type: ignore
     assert result.error == f"connection refused by 127.0.0.250:{sshd_cluster.port} (host up, nothing listening)"
     assert [(f.code, f.severity) for f in result.findings] == [("HOST_UNREACHABLE", Severity.CRITICAL)]
 
-
-@pytest.fixture()
-def silent_listener() -> Iterator[int]:
-    """A TCP port that accepts and never says a word: a hung sshd or a black-holed host."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    for conn in held:
-        conn.close()
-    server.close()
 
 
 def test_silent_host_costs_the_connect_timeout_not_the_sweep(sshd_cluster, silent_listener: int) -> None:  # type: ignore[no-untyped-def]
