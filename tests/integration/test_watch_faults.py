@@ -1,22 +1,28 @@
 """`gpudiag watch`'s kept collectors when things go wrong (issue 14 #7): a hung nvidia-smi reads as a
 timeout (not "not JSON"), a collector nobody asks any more exits on its own (a reset connection leaves its
-stdin open for hours), kept connections send SSH keepalives."""
+stdin open for hours), kept connections send SSH keepalives, a dead host's retry does not hold the refresh."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
 
 import pytest
 
 from gpudiag.collectors.bundle import bundle
-from gpudiag.model import Host, HostStatus, RemoteResult
+from gpudiag.model import Host, HostStatus, RemoteResult, SweepReport
 from gpudiag.remote import _LOADER
 from gpudiag.runner import SweepOptions, collector_command, interpret
 from gpudiag.transport import SshOptions, SshTransport
+from gpudiag.watch import Changes, watch
 
 pytestmark = pytest.mark.integration
 
@@ -79,3 +85,49 @@ def test_kept_connections_send_ssh_keepalives() -> None:
     assert (kept["keepalive_interval"], kept["keepalive_count_max"]) == (15.0, 3)
     once = SshTransport(SshOptions(ssh_config=[]))._connect_kwargs(Host(name="n1"))
     assert "keepalive_interval" not in once  # a sweep's connection lives one command
+
+
+@pytest.fixture()
+def silent_listener() -> Iterator[int]:
+    """A TCP port that accepts and never says a word: a dead sshd, or a host gone behind a black hole."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    server.close()
+
+
+def test_a_dead_hosts_retry_does_not_stretch_the_refresh(sshd_cluster, silent_listener: int) -> None:  # type: ignore[no-untyped-def]
+    """Each retry of the silent host lasts its whole connect timeout (3 s); the refreshes after the first
+    still come every interval or so, the healthy host answering in each, the silent one `unreachable`."""
+    healthy = sshd_cluster.host("127.0.0.2", "healthy")
+    silent = dataclasses.replace(healthy, name="silent", address="127.0.0.1", port=silent_listener)
+    transport = SshTransport(SshOptions(ssh_config=[], connect_timeout_s=3.0, login_timeout_s=3.0,
+                                        keep_connections=True))
+    options = SweepOptions(samples=1, interval_s=0.0, deadline_s=20.0, stream=True)
+    seen: list[tuple[float, dict[str, HostStatus]]] = []
+
+    def on_refresh(refresh: int, report: SweepReport, change: Changes) -> None:
+        seen.append((time.monotonic(), {h.host: h.status for h in report.hosts}))
+
+    asyncio.run(watch([healthy, silent], transport, options, every_s=0.5, count=10, on_refresh=on_refresh))
+    gaps = [later[0] - earlier[0] for earlier, later in zip(seen, seen[1:], strict=False)]
+    assert max(gaps) < 2.0, gaps  # a retry held in the refresh: 3 s and more
+    assert all(statuses == {"healthy": HostStatus.OK, "silent": HostStatus.UNREACHABLE} for _, statuses in seen)
