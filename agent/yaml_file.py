@@ -215,8 +215,8 @@ def _check_limits(file: str, root: Node) -> None:
         if children_done:
             open_nodes.discard(key)
             children = [id(child) for child in _children(node)]
-            counts[key] = 1 + sum(counts[child] for child in children)
-            heights[key] = 1 + max((heights[child] for child in children), default=0)
+            counts[key] = 1 + sum(counts.get(child, 1) for child in children)  # absent: a scalar
+            heights[key] = 1 + max((heights.get(child, 1) for child in children), default=0)
             if counts[key] > MAX_VALUES:
                 raise YamlFileError(file, line, f"YAML error: its aliases expand to more than {MAX_VALUES:,} "
                                                 "values (an alias bomb?): refused")
@@ -230,7 +230,9 @@ def _check_limits(file: str, root: Node) -> None:
                                             "contains itself): refused")
         open_nodes.add(key)
         stack.append((node, True))
-        stack.extend((child, False) for child in reversed(_children(node)) if id(child) not in counts)
+        # Scalars (most nodes) count 1 and have no children: never pushed, never memoized.
+        stack.extend((child, False) for child in reversed(_children(node))
+                     if not isinstance(child, ScalarNode) and id(child) not in counts)
 
 
 def _error(file: str, text: str, exc: yaml.YAMLError) -> YamlFileError:
