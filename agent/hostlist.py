@@ -31,6 +31,7 @@ MAX_NAMES = 100_000
 # Characters a host name may hold. ``@`` (user), ``:`` (port), ``/`` and spaces are refused so that
 # "ubuntu@gpu01" or "gpu01:2222" fail here, with a message, rather than later as a DNS error.
 _NAME_CHARS = re.compile(r"[A-Za-z0-9._-]*")
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]+")  # no brackets, no commas: the name itself, and nothing to check
 _NUMBER = re.compile(r"[0-9]+")
 _RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?")
 _DIGITS = re.compile(r"([0-9]+)")
@@ -51,6 +52,8 @@ def expand(pattern: str) -> tuple[str, ...]:
 
     Raises ``HostPatternError`` naming the pattern when it is empty, malformed, or too large.
     """
+    if isinstance(pattern, str) and _PLAIN_NAME.fullmatch(pattern):
+        return (pattern,)  # most of a large inventory: its names one by one
     if not isinstance(pattern, str) or not pattern.strip():
         raise HostPatternError(f"bad host pattern {pattern!r}: it is empty")
     names: dict[str, None] = {}  # a dict keeps insertion order and drops duplicates

@@ -281,6 +281,10 @@ class SshOptions:
     accept_new_host_keys: bool = False
     ssh_config: Sequence[str] | None = None  # None: asyncssh's default (~/.ssh/config)
     keep_connections: bool = False  # watch mode: one connection per host, reused by every refresh
+    # Kept connections only: an SSH keepalive after this many seconds without a word from the server;
+    # unanswered keepalive_count_max times, the connection is closed (asyncssh's keepalive_interval).
+    keepalive_interval_s: float = 15.0
+    keepalive_count_max: int = 3
     encryption_algs: str = ENCRYPTION_ALGS  # asyncssh's syntax; "default": asyncssh's own order (the benchmark)
     keyring: KeyRing = field(default_factory=KeyRing)
 
@@ -403,6 +407,11 @@ class SshTransport:
             "known_hosts": self._known_hosts(host),
             "encryption_algs": self.options.encryption_algs,
         }
+        if self.options.keep_connections:
+            # watch: a kept connection whose peer vanished (a reset, a dead node) is noticed within
+            # interval x (count + 1) and closed, rather than when TCP gives up, hours later.
+            kwargs.update(keepalive_interval=self.options.keepalive_interval_s,
+                          keepalive_count_max=self.options.keepalive_count_max)
         if host.port is not None:
             kwargs["port"] = host.port
         if host.user is not None:
@@ -542,11 +551,13 @@ class SshTransport:
                                         stdout_truncated=True)
                 if not ended:
                     return RemoteResult(exit_status=0, stdout=line, stderr=b"")
-                # The process ended: a collector that answers once (the shell one), or one that failed.
+                # The process ended: a collector that answers once (the shell one), one that ended its round
+                # at the round's deadline (exit 124, as `timeout`), or one that failed.
                 self._drop_collector(host)
-                if not line and not fresh and retry:
-                    return await self._round(host, conn, command, retry=False)  # it had ended in between
                 done = await collector.process.wait()
+                if not line and not fresh and retry and done.exit_status == 0:
+                    # It had ended in between, cleanly: its idle timeout, between two distant refreshes.
+                    return await self._round(host, conn, command, retry=False)
                 return RemoteResult(exit_status=done.exit_status, stdout=line, stderr=bytes(collector.stderr))
         except TransportError:
             self._drop_collector(host)  # a collector that timed out or lost its channel is not asked again

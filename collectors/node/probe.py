@@ -444,21 +444,23 @@ def main_with_config(config):
     is a VM), logs (log sources to scan, see collectors/node/logscan.py), stream (see below).
 
     ``stream`` (gpudiag watch): the process stays and answers one round per line read on stdin, one
-    document per line on stdout, until its input ends (the connection closed). A refresh then costs the
-    readings alone: no SSH session, no interpreter start-up, no compiling. A round that runs past
-    ``round_deadline_s`` ends the process group (SIGALRM), so a stuck call cannot outlive its round."""
+    document per line on stdout, until its input ends (the connection closed) or no line came for
+    ``idle_s`` (a connection reset leaves stdin open until TCP gives up, hours later). A refresh then costs
+    the readings alone: no SSH session, no interpreter start-up, no compiling. A round that runs past
+    ``round_deadline_s`` ends everything else in the process group and exits 124, as `timeout` does (the
+    controller reads that as a timeout), so a stuck call cannot outlive its round."""
     if not config.get("stream"):
         _emit(collect_round(config, {}))
         return 0
     import signal
 
-    # Past the deadline, end this process's whole group, as `timeout` does for a one-shot collector: a hung
-    # nvidia-smi must not outlive the round (sshd, and gpudiag locally, give each command its own group).
-    signal.signal(signal.SIGALRM, lambda *_: os.killpg(0, signal.SIGKILL))
+    signal.signal(signal.SIGALRM, _end_round)
     deadline_s = max(1, int(round(float(config.get("round_deadline_s", 60.0)))))
+    # Without a word from the controller (which knows its refresh interval), a few round deadlines.
+    idle_s = float(config.get("idle_s") or 3 * deadline_s + 60)
     kept = {}  # type: dict[str, object]
     rounds = 0
-    while sys.stdin.buffer.readline():
+    for _ in _requests(idle_s):
         rounds += 1
         signal.alarm(deadline_s)
         doc = collect_round(config, kept)
@@ -466,6 +468,62 @@ def main_with_config(config):
         _emit(doc)
         signal.alarm(0)
     return 0
+
+
+def _requests(idle_s):
+    """Yield once per line on stdin; stop at its end, or when no line came for ``idle_s`` seconds.
+
+    select() on the descriptor, then os.read: a buffered readline cannot time out. What the loader's
+    buffered read of the bundle took in past it (the first round's line) is taken from the buffer first."""
+    import select
+
+    fd = sys.stdin.fileno()
+    pending = bytearray()
+    os.set_blocking(fd, False)
+    try:
+        pending += sys.stdin.buffer.read1(1 << 16) or b""
+    except (BlockingIOError, ValueError, OSError):
+        pass
+    finally:
+        os.set_blocking(fd, True)
+    while True:
+        end = pending.find(b"\n")
+        if end >= 0:
+            del pending[:end + 1]
+            yield
+            continue
+        ready, _, _ = select.select([fd], [], [], idle_s)
+        if not ready:
+            return  # nobody asked for a while: the controller is gone (a reset connection)
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return
+        pending += chunk
+
+
+def _end_round(*_):
+    """SIGALRM past a round's deadline: SIGKILL everything else in this process group (a hung nvidia-smi,
+    the log scan's child; sshd gives each command its own group) and exit 124, as `timeout` does. The
+    parent is spared: it may be the user's shell in the same group, whose exit status is the session's."""
+    import signal
+
+    spared = (os.getpid(), os.getppid())
+    group = os.getpgid(0)
+    for _ in range(2):  # twice: a child may have forked while the first pass ran
+        try:
+            pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+        except OSError:  # no /proc: the whole group, this process too (the round then reads as cut off)
+            os.killpg(0, signal.SIGKILL)
+            pids = []
+        for pid in pids:
+            if pid in spared:
+                continue
+            try:
+                if os.getpgid(pid) == group:
+                    os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    os._exit(124)
 
 
 def main(argv=None):
