@@ -249,7 +249,7 @@ def watch(
                             identity_file=identity_file, limit=tuple(limit), exclude=tuple(exclude)),
         ssh=SshRequest(connect_timeout_s=connect_timeout, known_hosts=known_hosts, ssh_config=ssh_config),
         sweep=SweepOptions(samples=samples, interval_s=interval, deadline_s=timeout, concurrency=concurrency,
-                           stream=True))
+                           stream=True, idle_s=3 * every + timeout))  # three missed refreshes: the collector leaves
     try:
         selected = selected_hosts(request.hosts)
         if not selected.hosts:

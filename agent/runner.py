@@ -45,6 +45,7 @@ class SweepOptions:
     context: bool = True  # read the GPU topology and whether the node is a VM
     gpus: bool = True  # False: read no GPU (a log search)
     stream: bool = False  # watch: one collector process per host answers every refresh (a kept connection)
+    idle_s: float | None = None  # watch: a kept collector asked nothing for this long leaves (None: its default)
     settings: CheckSettings = field(default_factory=CheckSettings)
 
 
@@ -89,7 +90,7 @@ def collector_command(options: SweepOptions, plan: LogPlan = NO_LOGS) -> RemoteC
     collector's source, and the logs to scan as data)."""
     call = collector_call(samples=options.samples, interval_s=options.interval_s, deadline_s=options.deadline_s,
                           source=options.source, logs=plan.node_config(), context=options.context,
-                          gpus=options.gpus, stream=options.stream,
+                          gpus=options.gpus, stream=options.stream, idle_s=options.idle_s,
                           topology_if={"busy_pct": options.settings.busy_utilization_pct,
                                        "low_power_pct": options.settings.low_power_pct})
     return RemoteCommand(command=call.command, stdin=call.stdin, deadline_s=options.deadline_s + DEADLINE_GRACE_S,

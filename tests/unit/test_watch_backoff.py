@@ -105,3 +105,23 @@ def test_a_host_dropped_for_70_s_is_back_within_one_backoff_step() -> None:
 
     back_at = asyncio.run(refreshes())
     assert back_at <= 70.0 + BACKOFF_REFRESHES * every_s  # with a 60 s cap: 122 s, 52 s after its return
+
+
+
+def _bundle_config(stdin: bytes) -> dict[str, object]:
+    """The configuration a collector bundle carries (its ``_CONFIG = '<json>'`` line)."""
+    import ast
+    import json
+
+    line = next(x for x in stdin.decode().splitlines() if x.startswith("_CONFIG = "))
+    config: dict[str, object] = json.loads(ast.literal_eval(line[len("_CONFIG = "):]))
+    return config
+
+
+def test_watch_tells_the_kept_collector_when_to_leave() -> None:
+    """gpudiag watch passes its idle time (three missed refreshes plus a round) to the kept collector."""
+    from gpudiag.runner import SweepOptions, collector_command
+
+    config = _bundle_config(collector_command(SweepOptions(samples=1, stream=True, idle_s=3 * 5.0 + 30.0)).stdin)
+    assert (config["stream"], config["idle_s"]) == (True, 45.0)
+    assert "idle_s" not in _bundle_config(collector_command(SweepOptions(samples=1)).stdin)
