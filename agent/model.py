@@ -62,6 +62,8 @@ class HostStatus(str, enum.Enum):
     AUTH_FAILED = "auth_failed"
     HOST_KEY_REJECTED = "host_key_rejected"
     ERROR = "error"
+    # The sweep was stopped (SIGINT, SIGTERM) before this host answered: nothing is known about it, good or bad.
+    CANCELLED = "cancelled"
 
     @property
     def answered(self) -> bool:
