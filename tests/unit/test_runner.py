@@ -132,8 +132,11 @@ def test_the_command_quotes_everything_and_bounds_time() -> None:
     argv = shlex.split(call.command)
     assert argv[:7] == ["timeout", "-k", "3", "30", "sh", "-c", argv[6]]
     # the loader reads exactly the bundle; the shell fallback needs no deadline of its own inside `timeout`
-    assert argv[7:10] == ["gpudiag", f"import sys;exec(compile(sys.stdin.buffer.read({len(call.stdin)}),"
-                                     "'<gpudiag>','exec'))", ""]
+    # and a thread ends the process group when stdin ends (the channel closed: gpudiag.remote)
+    assert argv[7:10] == ["gpudiag", f"import os,sys,threading;b=sys.stdin.buffer.read({len(call.stdin)});"
+                                     "threading.Thread(target=lambda:(all(iter(lambda:os.read(0,65536),b'')),"
+                                     "os.killpg(0,9)),daemon=True).start();exec(compile(b,'<gpudiag>','exec'))", ""]
+    assert call.ends_with_stdin
     assert argv[11:13] == ["5", "0.5"]
     assert "clock_event_reasons_mask=clocks_event_reasons.active|clocks_throttle_reasons.active" in argv
 
