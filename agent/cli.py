@@ -22,6 +22,7 @@ from gpudiag.cli_common import (
     EXIT_CANNOT_RUN,
     configuration_errors,
     fail,
+    interrupted_exit,
     render_report,
     run_async,
     selected_hosts,
@@ -125,9 +126,10 @@ def sweep(
                                                     "--slurm-* or --demo")
     except configuration_errors() as exc:
         raise fail(str(exc)) from None
-    if selected is not None and selected.slurm_nodes is not None:  # each node's Slurm state, the drain actions
+    stopped = interrupted_exit()  # SIGINT/SIGTERM: what finished is printed (no drain), exit 130/143
+    if selected is not None and selected.slurm_nodes is not None and stopped is None:  # states, drain actions
         raise typer.Exit(cli_slurm.finish(report, request, selected.slurm_nodes))
-    code = report.exit_code
+    code = stopped or report.exit_code
     if not (quiet and code == 0):
         typer.echo(render_report(report, request.output, color=sys.stdout.isatty()))
     raise typer.Exit(code)
@@ -162,7 +164,7 @@ def local(
         report = sweep_report(request)
     except configuration_errors() as exc:
         raise fail(str(exc)) from None
-    code = report.exit_code
+    code = interrupted_exit() or report.exit_code
     (host,) = report.hosts
     no_gpu = host.readings is not None and host.readings.smi_status is SmiStatus.MISSING
     if quiet and code == 0:
