@@ -219,7 +219,7 @@ def test_summary_counts():
         "hosts": 4,
         "hosts_by_status": {
             "ok": 2, "partial": 1, "unreachable": 1, "timeout": 0, "auth_failed": 0,
-            "host_key_rejected": 0, "error": 0,
+            "host_key_rejected": 0, "error": 0, "cancelled": 0,
         },
         "gpus": 5,
         "gpus_by_sm": {"SM90": 3, "SM120": 1, "unknown": 1},
