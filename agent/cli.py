@@ -22,7 +22,6 @@ from gpudiag.cli_common import (
     EXIT_CANNOT_RUN,
     configuration_errors,
     fail,
-    interrupted_exit,
     render_report,
     run_async,
     selected_hosts,
@@ -126,10 +125,10 @@ def sweep(
                                                     "--slurm-* or --demo")
     except configuration_errors() as exc:
         raise fail(str(exc)) from None
-    stopped = interrupted_exit()  # SIGINT/SIGTERM: what finished is printed (no drain), exit 130/143
-    if selected is not None and selected.slurm_nodes is not None and stopped is None:  # states, drain actions
+    # Each node's Slurm state and the drain actions; not after SIGINT/SIGTERM (the report, exit 130/143).
+    if selected is not None and selected.slurm_nodes is not None and report.stopped_by is None:
         raise typer.Exit(cli_slurm.finish(report, request, selected.slurm_nodes))
-    code = stopped or report.exit_code
+    code = report.exit_code
     if not (quiet and code == 0):
         typer.echo(render_report(report, request.output, color=sys.stdout.isatty()))
     raise typer.Exit(code)
@@ -164,7 +163,7 @@ def local(
         report = sweep_report(request)
     except configuration_errors() as exc:
         raise fail(str(exc)) from None
-    code = interrupted_exit() or report.exit_code
+    code = report.exit_code
     (host,) = report.hosts
     no_gpu = host.readings is not None and host.readings.smi_status is SmiStatus.MISSING
     if quiet and code == 0:

@@ -8,6 +8,7 @@ Like them it imports the layers below only where they are used, so that ``gpudia
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 from collections.abc import Callable, Coroutine
@@ -54,29 +55,21 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 
 
-# The exit code of a sweep stopped by a signal: 128 + the signal's number, as a shell reports it.
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-_interrupted: list[int] = []  # the exit code, once a signal stopped this invocation's sweep
 
 
-def interrupted_exit() -> int | None:
-    """130 (SIGINT) or 143 (SIGTERM) when a signal stopped a sweep of this invocation: its report holds what
-    finished, the rest ``cancelled``; None when nothing was interrupted."""
-    return _interrupted[0] if _interrupted else None
-
-
-async def until_signal(start: Callable[[asyncio.Event], Coroutine[Any, Any, T]]) -> T:
+async def until_signal(start: Callable[[asyncio.Event], Coroutine[Any, Any, T]], stopped_by: list[str]) -> T:
     """Run ``start(stop)``; the first SIGINT or SIGTERM sets ``stop`` (the sweep cancels what is in flight and
-    reports what finished), a second one exits at once with no report. Where the loop cannot watch signals
-    (not the main thread), it runs as is."""
+    reports what finished) and puts its name in ``stopped_by``, a second one exits at once with no report.
+    Where the loop cannot watch signals (not the main thread), it runs as is."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
 
     def on_signal(signum: int) -> None:
         if stop.is_set():
             _exit_at_once(signum)
-        _interrupted.append(128 + signum)
-        typer.echo(f"gpudiag: {signal.Signals(signum).name}: stopping; reporting the hosts that finished "
+        stopped_by.append(signal.Signals(signum).name)
+        typer.echo(f"gpudiag: {stopped_by[0]}: stopping; reporting the hosts that finished "
                    "(again to exit at once)", err=True)
         stop.set()
 
@@ -151,11 +144,13 @@ def sweep_selected(request: SweepRequest, selected: SelectedHosts) -> SweepRepor
 
     prepared = prepare(request, selected)
     # A lowered window (the open-file limit cannot hold the fan-out) is said once, before any connection.
-    # SIGINT/SIGTERM stop it: the report then holds what finished, and interrupted_exit() says the exit code.
+    # SIGINT/SIGTERM stop it: the report then holds what finished, the rest cancelled, and says which signal.
     transport = open_transport(prepared)
-    return run_async(until_signal(lambda stop: sweep(
+    stopped_by: list[str] = []
+    report = run_async(until_signal(lambda stop: sweep(
         prepared.hosts, transport, prepared.options, plans=prepared.plans, stop=stop,
-        on_note=lambda line: typer.echo(f"gpudiag: {line}", err=True))))
+        on_note=lambda line: typer.echo(f"gpudiag: {line}", err=True)), stopped_by))
+    return dataclasses.replace(report, stopped_by=stopped_by[0]) if stopped_by else report
 
 
 def render_report(report: SweepReport, output: OutputRequest, *, color: bool = False) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 
 from gpudiag import cli_options as opt
-from gpudiag.cli_common import configuration_errors, fail, interrupted_exit, sweep_report
+from gpudiag.cli_common import configuration_errors, fail, sweep_report
 
 
 def signatures(
@@ -85,4 +85,4 @@ def grep(
     except configuration_errors() as exc:
         raise fail(str(exc)) from None
     typer.echo(grep_document(report, signature) if as_json else render_grep(report, signature))
-    raise typer.Exit(interrupted_exit() or grep_exit_code(report, signature))
+    raise typer.Exit(report.exit_code if report.stopped_by else grep_exit_code(report, signature))

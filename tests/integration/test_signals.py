@@ -54,6 +54,7 @@ def test_a_signal_reports_what_finished_and_ends_the_hung_collector(sshd_cluster
     out, err = proc.communicate(timeout=WAIT_S)
     assert proc.returncode == code, err
     doc = json.loads(out)
+    assert doc["stopped_by"] == signal.Signals(signum).name and doc["summary"]["exit_code"] == code
     by_host = {h["host"]: h for h in doc["hosts"]}
     assert by_host["fine"]["status"] == "ok" and len(by_host["fine"]["gpus"]) == 8
     assert by_host["stuck"]["status"] == "cancelled"
