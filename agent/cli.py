@@ -140,10 +140,11 @@ def sweep(
                                                     "--slurm-* or --demo")
     except configuration_errors() as exc:
         raise fail(str(exc)) from None
-    # Slurm's drain step first, so that the history, the files and the notifications carry each node's Slurm
-    # state and the actions; then the audit step (record, write, notify) prints the report.
+    # Slurm's drain step first (never after SIGINT/SIGTERM: that report is partial), so that the history, the
+    # files and the notifications carry each node's Slurm state and the actions; then the audit step (record,
+    # write, notify) prints the report (a stopped one exits 130/143).
     drained = None
-    if selected is not None and selected.slurm_nodes is not None:
+    if selected is not None and selected.slurm_nodes is not None and report.stopped_by is None:
         report, drained = cli_slurm.drain(report, request, selected.slurm_nodes)
     raise typer.Exit(cli_audit.finish(report, request, drained))
 

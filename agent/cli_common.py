@@ -8,7 +8,10 @@ Like them it imports the layers below only where they are used, so that ``gpudia
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+import dataclasses
+import os
+import signal
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
@@ -50,6 +53,46 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
                 asyncio.set_event_loop(None)
                 loop.close()
     return asyncio.run(coro)
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+async def until_signal(start: Callable[[asyncio.Event], Coroutine[Any, Any, T]], stopped_by: list[str]) -> T:
+    """Run ``start(stop)``; the first SIGINT or SIGTERM sets ``stop`` (the sweep cancels what is in flight and
+    reports what finished) and puts its name in ``stopped_by``, a second one exits at once with no report.
+    Where the loop cannot watch signals (not the main thread), it runs as is."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def on_signal(signum: int) -> None:
+        if stop.is_set():
+            _exit_at_once(signum)
+        stopped_by.append(signal.Signals(signum).name)
+        typer.echo(f"gpudiag: {stopped_by[0]}: stopping; reporting the hosts that finished "
+                   "(again to exit at once)", err=True)
+        stop.set()
+
+    watched = []
+    try:
+        for signum in _STOP_SIGNALS:
+            loop.add_signal_handler(signum, on_signal, signum)
+            watched.append(signum)
+    except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here
+        pass
+    try:
+        return await start(stop)
+    finally:
+        for signum in watched:
+            loop.remove_signal_handler(signum)
+            if stop.is_set():  # while the report of what finished is written, another signal still exits at once
+                signal.signal(signum, lambda number, _frame: _exit_at_once(number))
+
+
+def _exit_at_once(signum: int) -> None:
+    """The second signal: exit now, with no report (the nodes end their collectors when the connections drop)."""
+    os.write(2, b"gpudiag: interrupted again; exiting without a report\n")
+    os._exit(128 + signum)
 
 
 def fail(message: str) -> typer.Exit:
@@ -101,8 +144,13 @@ def sweep_selected(request: SweepRequest, selected: SelectedHosts) -> SweepRepor
 
     prepared = prepare(request, selected)
     # A lowered window (the open-file limit cannot hold the fan-out) is said once, before any connection.
-    return run_async(sweep(prepared.hosts, open_transport(prepared), prepared.options, plans=prepared.plans,
-                           on_note=lambda line: typer.echo(f"gpudiag: {line}", err=True)))
+    # SIGINT/SIGTERM stop it: the report then holds what finished, the rest cancelled, and says which signal.
+    transport = open_transport(prepared)
+    stopped_by: list[str] = []
+    report = run_async(until_signal(lambda stop: sweep(
+        prepared.hosts, transport, prepared.options, plans=prepared.plans, stop=stop,
+        on_note=lambda line: typer.echo(f"gpudiag: {line}", err=True)), stopped_by))
+    return dataclasses.replace(report, stopped_by=stopped_by[0]) if stopped_by else report
 
 
 def render_report(report: SweepReport, output: OutputRequest, *, color: bool = False) -> str:

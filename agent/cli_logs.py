@@ -85,4 +85,4 @@ def grep(
     except configuration_errors() as exc:
         raise fail(str(exc)) from None
     typer.echo(grep_document(report, signature) if as_json else render_grep(report, signature))
-    raise typer.Exit(grep_exit_code(report, signature))
+    raise typer.Exit(report.exit_code if report.stopped_by else grep_exit_code(report, signature))

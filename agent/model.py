@@ -62,6 +62,8 @@ class HostStatus(str, enum.Enum):
     AUTH_FAILED = "auth_failed"
     HOST_KEY_REJECTED = "host_key_rejected"
     ERROR = "error"
+    # The sweep was stopped (SIGINT, SIGTERM) before this host answered: nothing is known about it, good or bad.
+    CANCELLED = "cancelled"
 
     @property
     def answered(self) -> bool:
@@ -511,6 +513,10 @@ class HostReport:
         return self.readings.gpus if self.readings else ()
 
 
+# The exit code of a sweep stopped by a signal, as a shell reports a command that signal ended (128 + its number).
+STOP_EXIT_CODES: Mapping[str, int] = {"SIGINT": 130, "SIGTERM": 143}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SweepReport:
     """The whole sweep."""
@@ -518,6 +524,8 @@ class SweepReport:
     started_at: str  # ISO 8601, UTC
     duration_s: float
     hosts: tuple[HostReport, ...]
+    # "SIGINT", "SIGTERM": a signal stopped the sweep; the hosts that had not answered are ``cancelled``
+    stopped_by: str | None = None
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -525,7 +533,10 @@ class SweepReport:
 
     @property
     def exit_code(self) -> int:
-        """0 all well, 1 a warning (or a reading that should be there is missing), 2 critical."""
+        """0 all well, 1 a warning (or a reading that should be there is missing), 2 critical; 130 (SIGINT) or
+        143 (SIGTERM) when a signal stopped the sweep, whatever the hosts that finished say."""
+        if self.stopped_by is not None:
+            return STOP_EXIT_CODES.get(self.stopped_by, 130)
         severity = worst(f.severity for f in self.findings)
         if severity is Severity.CRITICAL:
             return 2

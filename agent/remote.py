@@ -4,8 +4,10 @@ The node's sshd hands the line to the user's shell, so everything variable in it
 ``shlex.quote``; the Python collector itself travels on stdin (a short loader given to ``python3 -c``
 reads exactly the bundle's bytes). When the node has no python3 the POSIX-shell collector runs instead;
 it receives the field table as quoted arguments. ``timeout`` (coreutils) ends the whole remote process
-group at the deadline: closing the channel from this side alone would leave a hung nvidia-smi running on
-the node. A streaming collector (``gpudiag watch``) outlives one round, so it bounds each round itself.
+group at the deadline; a one-shot collector's group also ends at once when its channel closes (the sweep was
+cancelled, gpudiag was killed, the connection dropped): sshd sends a pty-less session no signal, so the node
+watches its stdin, which the client keeps open until the end. A streaming collector (``gpudiag watch``)
+outlives one round, so it bounds each round itself.
 """
 
 from __future__ import annotations
@@ -27,15 +29,27 @@ KILL_AFTER_S = 3
 # reads exactly the bundle (collector, configuration, NVML binding) from stdin and runs it, so stdin stays
 # open for a streaming collector's requests. -I: nothing from the node's environment or home folder (a
 # json.py there, PYTHONPATH) is imported in place of the standard library; -S: no site-packages, which the
-# bundle does not need (and 2 ms less start-up). Without python3, the shell collector runs.
+# bundle does not need (and 2 ms less start-up). Without python3, the shell collector runs; one-shot, beside a
+# watcher that ends the process group when stdin ends, as the Python loader's thread does (_WATCHED_LOADER).
 _DISPATCH = (
     'loader=$1; limit=$2; shift 2; '
     'if command -v python3 >/dev/null 2>&1; then exec python3 -I -S -c "$loader"; fi; '
     'script=$1; shift; '
     'if [ -n "$limit" ]; then exec timeout -k ' + str(KILL_AFTER_S) + ' "$limit" sh -c "$script" gpudiag "$@"; fi; '
-    'exec sh -c "$script" gpudiag "$@"'
+    'exec 3<&0 </dev/null; (cat <&3 >/dev/null; kill -9 0) >/dev/null 2>&1 & '
+    'exec sh -c "$script" gpudiag "$@" 3<&-'
 )
 _LOADER = "import sys;exec(compile(sys.stdin.buffer.read(%d),'<gpudiag>','exec'))"
+# One-shot: the same, and a thread that reads stdin to its end and then SIGKILLs the process group. The client
+# keeps stdin open until the command ends, so its end means the channel closed (a cancelled sweep, a cut, a
+# dropped connection, a killed gpudiag): sshd closes the command's stdin then, but sends no signal to a session
+# without a pty, and `timeout` would let a hung nvidia-smi run on to the deadline. The group is the one
+# `timeout` leads (or, when `timeout` is the session leader, the session's): the collector, its nvidia-smi and
+# log scan, `timeout` itself; never anything outside the command. Works with every OpenSSH, unlike the
+# protocol's "signal" request (sshd >= 8.1 only).
+_WATCHED_LOADER = ("import os,sys,threading;b=sys.stdin.buffer.read(%d);threading.Thread(target=lambda:"
+                   "(all(iter(lambda:os.read(0,65536),b'')),os.killpg(0,9)),daemon=True).start();"
+                   "exec(compile(b,'<gpudiag>','exec'))")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,6 +58,8 @@ class CollectorCall:
 
     command: str
     stdin: bytes
+    # The node ends the command when its stdin ends: the transport keeps stdin open until the command ends.
+    ends_with_stdin: bool = False
 
 
 def collector_call(*, samples: int, interval_s: float, deadline_s: float, source: Source = Source.AUTO,
@@ -85,9 +101,10 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
     # One-shot: `timeout` ends the whole remote process group at the deadline. Streaming: the collector
     # lives as long as the connection and bounds each round itself; only the shell fallback gets `timeout`.
     wrapper = [] if stream else ["timeout", "-k", str(KILL_AFTER_S), deadline]
-    args = [_LOADER % len(script), deadline if stream else "", fallback_source(), str(samples), f"{interval_s:g}",
+    loader = _LOADER if stream else _WATCHED_LOADER
+    args = [loader % len(script), deadline if stream else "", fallback_source(), str(samples), f"{interval_s:g}",
             *notes, *fields]
     command = " ".join([*wrapper, "sh", "-c", shlex.quote(_DISPATCH), "gpudiag", *(shlex.quote(a) for a in args)])
     # A streaming collector answers one round per line: the first line rides along with the bundle, so a
     # transport that runs it once (and closes stdin) gets one document, as from a one-shot collector.
-    return CollectorCall(command=command, stdin=script + (b"\n" if stream else b""))
+    return CollectorCall(command=command, stdin=script + (b"\n" if stream else b""), ends_with_stdin=not stream)

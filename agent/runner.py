@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from gpudiag.checks import CheckSettings, evaluate
 from gpudiag.choices import Source
@@ -94,7 +95,8 @@ def collector_command(options: SweepOptions, plan: LogPlan = NO_LOGS) -> RemoteC
                           topology_if={"busy_pct": options.settings.busy_utilization_pct,
                                        "low_power_pct": options.settings.low_power_pct})
     return RemoteCommand(command=call.command, stdin=call.stdin, deadline_s=options.deadline_s + DEADLINE_GRACE_S,
-                         stdout_limit_bytes=options.stdout_limit_bytes, stream=options.stream)
+                         stdout_limit_bytes=options.stdout_limit_bytes, stream=options.stream,
+                         ends_with_stdin=call.ends_with_stdin)
 
 
 async def sweep_host(transport: Transport, host: Host, options: SweepOptions, *, plan: LogPlan,
@@ -140,7 +142,7 @@ async def _run(transport: Transport, host: Host, command: RemoteCommand, give_up
 
 async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptions, *,
                 plans: Mapping[str, LogPlan] | None = None, close_transport: bool = True,
-                on_note: Callable[[str], None] | None = None) -> SweepReport:
+                on_note: Callable[[str], None] | None = None, stop: asyncio.Event | None = None) -> SweepReport:
     """Sweep ``hosts`` with at most ``options.concurrency`` in flight; reports keep the hosts' order.
 
     Fewer are in flight when this process's open-file limit cannot fit that many (:func:`gpudiag.limits.window_for`):
@@ -149,7 +151,11 @@ async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptio
     ``plans``: each host's log plan by host name, as :func:`gpudiag.logs.build_plans` made them (the CLI
     builds them once, before it connects; watch once for all its refreshes); built here from
     ``options.logs`` when not given. ``close_transport=False`` leaves its connections open for the next
-    sweep (watch mode)."""
+    sweep (watch mode).
+
+    ``stop`` set (the CLI sets it on SIGINT/SIGTERM): no host starts any more, the hosts in flight are
+    cancelled (their channels close, which ends the collector on the node: :mod:`gpudiag.remote`), and the
+    report holds the hosts that finished, the rest ``cancelled``."""
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()
     in_flight, note = window_for(max(1, min(options.concurrency, len(hosts))))
@@ -168,10 +174,41 @@ async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptio
         async with window:
             return await sweep_host(transport, host, options, plan=plan, command=commands[plan.key])
 
+    tasks = [asyncio.ensure_future(one(h)) for h in hosts]
     try:
-        reports = await asyncio.gather(*(one(h) for h in hosts))
+        await _until_done_or_stopped(tasks, stop)
     finally:
+        for task in tasks:  # stopped, or this sweep itself cancelled: close every channel on the way out
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
         if close_transport:
             await transport.close()
-    return SweepReport(started_at=started_at, duration_s=round(time.monotonic() - started, 3),
-                       hosts=tuple(reports))
+    stopped = stop is not None and stop.is_set()
+    if not stopped and any(task.cancelled() for task in tasks):
+        raise asyncio.CancelledError  # not stopped by the caller: a cancellation is never swallowed
+    reports = tuple(cancelled_report(host) if task.cancelled() else task.result()
+                    for host, task in zip(hosts, tasks, strict=True))
+    return SweepReport(started_at=started_at, duration_s=round(time.monotonic() - started, 3), hosts=reports)
+
+
+async def _until_done_or_stopped(tasks: Sequence[asyncio.Future[HostReport]], stop: asyncio.Event | None) -> None:
+    """Wait for every task, or until ``stop`` is set."""
+    if not tasks:
+        return
+    if stop is None:
+        await asyncio.wait(tasks)
+        return
+    stopped: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
+    everything: asyncio.Future[Any] = asyncio.gather(*tasks, return_exceptions=True)
+    try:
+        await asyncio.wait([everything, stopped], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+
+
+def cancelled_report(host: Host) -> HostReport:
+    """The row of a host the sweep was stopped before it answered (its connection, if any, was closed)."""
+    error = "the sweep was interrupted before this host answered"
+    return HostReport(host=host.name, address=host.address, status=HostStatus.CANCELLED, error=error,
+                      findings=evaluate(host.name, HostStatus.CANCELLED, error, None, CheckSettings()))

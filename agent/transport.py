@@ -89,6 +89,9 @@ class RemoteCommand:
     # A collector that answers one round per line written to it, one document per line (gpudiag watch):
     # with kept connections, the process is kept too. Run once, it answers once, like any other command.
     stream: bool = False
+    # The node ends the command when its stdin ends (gpudiag.remote): stdin stays open until the command ends,
+    # so that closing the channel (a cancel, a cut) ends the remote process at once.
+    ends_with_stdin: bool = False
 
 
 class Transport(Protocol):
@@ -207,7 +210,8 @@ class LocalTransport:
             stdin = transport.get_pipe_transport(0)
             assert isinstance(stdin, asyncio.WriteTransport)
             stdin.write(command.stdin)  # buffered by the loop; a process that does not read it just exits
-            stdin.write_eof()
+            if not command.ends_with_stdin:
+                stdin.write_eof()
             await asyncio.wait({gathered.done, gathered.cut}, timeout=command.deadline_s,
                                return_when=asyncio.FIRST_COMPLETED)
             if gathered.cut.done():
@@ -571,15 +575,19 @@ class SshTransport:
     async def _exec(self, conn: asyncssh.SSHClientConnection, command: RemoteCommand) -> RemoteResult:
         async with _command_limits(command.deadline_s, "the remote process is ended by its own `timeout`"):
             proc = await conn.create_process(command.command, encoding=None)
-            proc.stdin.write(command.stdin)
-            proc.stdin.write_eof()  # the node reads the collector, then sees its stdin closed
-            # Past the bound the channel is closed: that stops the flood; the remote `timeout` ends
-            # whatever is left of the process.
-            out, err, cut = await _collect(proc.stdout, proc.stderr, command.stdout_limit_bytes, proc.close)
-            if cut:
-                return RemoteResult(exit_status=None, stdout=out, stderr=err, stdout_truncated=True)
-            done = await proc.wait()
-            return RemoteResult(exit_status=done.exit_status, stdout=out, stderr=err)
+            try:
+                proc.stdin.write(command.stdin)
+                if not command.ends_with_stdin:
+                    proc.stdin.write_eof()  # the node reads the collector, then sees its stdin closed
+                # Past the bound the channel is closed: that stops the flood, and ends the remote process group
+                # (ends_with_stdin; else the remote `timeout` ends whatever is left of the process).
+                out, err, cut = await _collect(proc.stdout, proc.stderr, command.stdout_limit_bytes, proc.close)
+                if cut:
+                    return RemoteResult(exit_status=None, stdout=out, stderr=err, stdout_truncated=True)
+                done = await proc.wait()
+                return RemoteResult(exit_status=done.exit_status, stdout=out, stderr=err)
+            finally:
+                proc.close()  # cancelled (a stopped sweep) or timed out: the channel closes, on a kept connection too
 
     async def close(self) -> None:
         for host in list(self._collectors):

@@ -31,6 +31,7 @@ as a healthy 8-GPU H200 node (``agent/simulate/fake_nvidia_smi``), each call las
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -71,6 +72,25 @@ class NodeCost:
     note: str = ""
 
 
+def _run_held(argv: Sequence[str], *, stdin: bytes, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+    """Run ``argv`` as sshd runs gpudiag's command: ``stdin`` written and held open until the command ends (a
+    one-shot collector ends its process group when its stdin ends: gpudiag.remote)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=out, stderr=err, env=env)
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(stdin)
+            proc.stdin.flush()
+        except BrokenPipeError:  # a command that does not read its stdin
+            pass
+        code = proc.wait()
+        with contextlib.suppress(BrokenPipeError):
+            proc.stdin.close()
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(list(argv), code, out.read(), err.read())
+
+
 def measure(argv: Sequence[str], *, env: dict[str, str], stdin: bytes, runs: int) -> tuple[float, float, bytes, int]:
     """(median wall ms, mean CPU ms, last stdout, last exit status) of ``runs`` sequential runs."""
     walls = []
@@ -78,7 +98,7 @@ def measure(argv: Sequence[str], *, env: dict[str, str], stdin: bytes, runs: int
     done = None
     for _ in range(runs):
         started = time.monotonic()
-        done = subprocess.run(list(argv), input=stdin, capture_output=True, env=env, check=False)
+        done = _run_held(argv, stdin=stdin, env=env)
         walls.append(time.monotonic() - started)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / runs

@@ -69,11 +69,22 @@ def host_unreachable(host: str, status: HostStatus, error: str | None,
     one was not reached (refused, timeout, dns, network), in the evidence when known."""
     if status.answered:
         return ()
+    if status is HostStatus.CANCELLED:
+        return host_cancelled(host, error)
     evidence: dict[str, object] = {"status": status.value}
     if reason is not None:
         evidence["unreachable_reason"] = reason.value
     return (Finding(code="HOST_UNREACHABLE", severity=Severity.CRITICAL, host=host, gpu=None,
                     summary=f"{status.value}: {error or 'no answer'}", evidence=evidence),)
+
+
+def host_cancelled(host: str, error: str | None) -> tuple[Finding, ...]:
+    """HOST_CANCELLED (unknown): the sweep was stopped before the host answered. Not HOST_UNREACHABLE
+    (critical): nothing says the host is at fault, and a drain must not follow an operator's Ctrl-C; but not
+    silence either, since a host with no reading is not a host that passed."""
+    return (Finding(code="HOST_CANCELLED", severity=Severity.UNKNOWN, host=host, gpu=None,
+                    summary=f"not checked: {error or 'the sweep was stopped before this host answered'}",
+                    evidence={"status": HostStatus.CANCELLED.value}),)
 
 
 NODE_CHECKS = (nvidia_smi_health, mixed_architectures, probe_incomplete)

@@ -96,6 +96,8 @@ def to_document(report: SweepReport, *, samples_detail: bool = False) -> dict[st
         "schema": SWEEP_SCHEMA,
         "started_at": report.started_at,
         "duration_s": plain(report.duration_s),
+        # only when a signal stopped the sweep: "SIGINT" or "SIGTERM" (the summary's exit_code: 130, 143)
+        **({"stopped_by": report.stopped_by} if report.stopped_by is not None else {}),
         "hosts": [_host_document(h, shape) for h in report.hosts],
         "summary": plain(summarize(report)),
     }
@@ -169,6 +171,7 @@ def from_document(doc: Mapping[str, Any]) -> SweepReport:
             started_at=str(doc["started_at"]),
             duration_s=float(doc["duration_s"]),
             hosts=tuple(_host_from(h, str(schema)) for h in doc["hosts"]),
+            stopped_by=None if doc.get("stopped_by") is None else str(doc["stopped_by"]),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0]

@@ -41,6 +41,8 @@ EXIT_MEANINGS = {
     0: "nothing needs attention",
     1: "warnings or missing readings",
     2: "critical findings",
+    130: "stopped by SIGINT: the hosts that finished, the rest cancelled",
+    143: "stopped by SIGTERM: the hosts that finished, the rest cancelled",
 }
 
 COLUMNS = (

@@ -68,14 +68,20 @@ def test_collector_bundle_runs_under_the_old_python(node_path: str, tmp_path: Pa
     plan = build_plans([host])[host.name]
     call = collector_call(samples=2, interval_s=0.1, deadline_s=60.0, logs=plan.node_config(), context=True)
     env = {"PATH": node_path, "HOME": str(tmp_path), "LANG": "C.UTF-8"}
-    done = subprocess.run(["sh", "-c", call.command], input=call.stdin, env=env, cwd=tmp_path,
-                          capture_output=True, timeout=90)
-    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    # As sshd runs it: stdin held open until the command ends (it ends its process group when stdin ends).
+    with subprocess.Popen(["sh", "-c", call.command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=env, cwd=tmp_path) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdin.write(call.stdin)
+        proc.stdin.flush()
+        stdout, stderr = proc.stdout.read(), proc.stderr.read()
+        returncode = proc.wait(90)
+    assert returncode == 0, stderr.decode(errors="replace")
     # The Python collector ran, on the old interpreter, started as a node starts it (not the shell fallback).
     (started,) = (tmp_path / "python3-calls").read_text().splitlines()
-    assert started.startswith("-I -S -c import sys;exec(")
+    assert started.startswith("-I -S -c import os,sys,threading;b=sys.stdin.buffer.read(")
 
-    readings = parse_probe_output(done.stdout, log_plan=plan)
+    readings = parse_probe_output(stdout, log_plan=plan)
     assert readings.smi_status is SmiStatus.OK and readings.problems == ()
     assert len(readings.gpus) == 8
     for gpu in readings.gpus:

@@ -219,7 +219,7 @@ def test_summary_counts():
         "hosts": 4,
         "hosts_by_status": {
             "ok": 2, "partial": 1, "unreachable": 1, "timeout": 0, "auth_failed": 0,
-            "host_key_rejected": 0, "error": 0,
+            "host_key_rejected": 0, "error": 0, "cancelled": 0,
         },
         "gpus": 5,
         "gpus_by_sm": {"SM90": 3, "SM120": 1, "unknown": 1},
@@ -327,3 +327,11 @@ def test_orjson_and_the_standard_library_write_the_same_text():
     assert orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() == standard
     assert json_report.dumps(doc) == standard
     assert json_report.dumps({"big": 2**70}) == '{\n  "big": 1180591620717411303424\n}'
+
+
+def test_a_sweep_stopped_by_a_signal_says_so_and_reads_back():
+    stopped = dataclasses.replace(_report(), stopped_by="SIGTERM")
+    doc = to_document(stopped)
+    assert doc["stopped_by"] == "SIGTERM" and doc["summary"]["exit_code"] == 143
+    assert from_document(json.loads(json.dumps(doc))).stopped_by == "SIGTERM"
+    assert "stopped_by" not in to_document(_report())  # the key is there only when a signal stopped the sweep

@@ -132,8 +132,11 @@ def test_the_command_quotes_everything_and_bounds_time() -> None:
     argv = shlex.split(call.command)
     assert argv[:7] == ["timeout", "-k", "3", "30", "sh", "-c", argv[6]]
     # the loader reads exactly the bundle; the shell fallback needs no deadline of its own inside `timeout`
-    assert argv[7:10] == ["gpudiag", f"import sys;exec(compile(sys.stdin.buffer.read({len(call.stdin)}),"
-                                     "'<gpudiag>','exec'))", ""]
+    # and a thread ends the process group when stdin ends (the channel closed: gpudiag.remote)
+    assert argv[7:10] == ["gpudiag", f"import os,sys,threading;b=sys.stdin.buffer.read({len(call.stdin)});"
+                                     "threading.Thread(target=lambda:(all(iter(lambda:os.read(0,65536),b'')),"
+                                     "os.killpg(0,9)),daemon=True).start();exec(compile(b,'<gpudiag>','exec'))", ""]
+    assert call.ends_with_stdin
     assert argv[11:13] == ["5", "0.5"]
     assert "clock_event_reasons_mask=clocks_event_reasons.active|clocks_throttle_reasons.active" in argv
 
@@ -176,3 +179,37 @@ def test_out_of_open_files_past_the_deadline_is_an_error_that_says_whose() -> No
 
     assert run([Host(name="a")], handler, deadline_s=0.0, samples=1) == [
         ("a", HostStatus.ERROR, "this machine ran out of open files (Too many open files) before connecting to a:22")]
+
+
+def test_a_stop_reports_what_finished_and_cancels_the_rest() -> None:
+    """``stop`` set mid-sweep: the host that answered keeps its report, the one in flight is cancelled (its run
+    sees the cancellation, so its channel closes) and the one not started never runs; all three are listed."""
+    ran: list[str] = []
+    ended: list[str] = []
+
+    async def handler(host: Host, command: RemoteCommand) -> RemoteResult:
+        ran.append(host.name)
+        if host.name == "fast":
+            return RemoteResult(exit_status=0, stdout=probe_output(), stderr=b"")
+        try:
+            await asyncio.sleep(60)
+        finally:
+            ended.append(host.name)
+        raise AssertionError("not reached")
+
+    async def main() -> list[tuple[str, HostStatus, tuple[str, ...]]]:
+        stop = asyncio.Event()
+        transport = HandlerTransport(handler)
+        sweeping = asyncio.ensure_future(sweep([Host(name=n) for n in ("fast", "hung", "later")], transport,
+                                               SweepOptions(samples=1, concurrency=1), stop=stop))
+        while len(ran) < 2:
+            await asyncio.sleep(0.01)
+        stop.set()
+        report = await asyncio.wait_for(sweeping, 10)
+        assert transport.closed
+        return [(h.host, h.status, tuple(f.code for f in h.findings)) for h in report.hosts]
+
+    rows = asyncio.run(main())
+    assert rows == [("fast", HostStatus.OK, ()), ("hung", HostStatus.CANCELLED, ("HOST_CANCELLED",)),
+                    ("later", HostStatus.CANCELLED, ("HOST_CANCELLED",))]
+    assert ran == ["fast", "hung"] and ended == ["hung"]
