@@ -8,12 +8,9 @@ import asyncio
 import dataclasses
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -86,32 +83,6 @@ def test_kept_connections_send_ssh_keepalives() -> None:
     once = SshTransport(SshOptions(ssh_config=[]))._connect_kwargs(Host(name="n1"))
     assert "keepalive_interval" not in once  # a sweep's connection lives one command
 
-
-@pytest.fixture()
-def silent_listener() -> Iterator[int]:
-    """A TCP port that accepts and never says a word: a dead sshd, or a host gone behind a black hole."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    for conn in held:
-        conn.close()
-    server.close()
 
 
 def test_a_dead_hosts_retry_does_not_stretch_the_refresh(sshd_cluster, silent_listener: int) -> None:  # type: ignore[no-untyped-def]
