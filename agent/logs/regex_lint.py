@@ -23,6 +23,18 @@ else:  # pragma: no cover - Python 3.10
 _REPEATS = {_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", _c.MAX_REPEAT)}
 
 
+def _inside(op: Any, arg: Any) -> list[Any]:
+    """The sub-patterns a group, an alternation or a lookaround holds (none for other items; repeats are
+    handled by the callers, an atomic group never gives back what it matched)."""
+    if op is _c.SUBPATTERN:
+        return [arg[-1]]
+    if op is _c.BRANCH:
+        return list(arg[1])
+    if op in (_c.ASSERT, _c.ASSERT_NOT):
+        return [arg[1]]
+    return []
+
+
 def _varies(items: Any) -> bool:
     """Whether the parsed pattern ``items`` holds a repeat of a varying count (``+``, ``*``, ``{1,9}``)."""
     for op, arg in items:
@@ -30,21 +42,13 @@ def _varies(items: Any) -> bool:
             low, high, body = arg
             if low != high or _varies(body):
                 return True
-        elif op is _c.SUBPATTERN:
-            if _varies(arg[-1]):
-                return True
-        elif op is _c.BRANCH:
-            if any(_varies(branch) for branch in arg[1]):
-                return True
-        elif op in (_c.ASSERT, _c.ASSERT_NOT):
-            if _varies(arg[1]):
-                return True
-        elif op is getattr(_c, "ATOMIC_GROUP", None):
-            continue  # an atomic group never gives back what it matched: no backtracking into it
+        elif any(_varies(inner) for inner in _inside(op, arg)):
+            return True
     return False
 
 
 def _nested(items: Any) -> bool:
+    """Whether ``items`` repeats something whose own count varies (``(a+)+``): catastrophic backtracking."""
     for op, arg in items:
         if op in _REPEATS:
             low, high, body = arg
@@ -52,15 +56,8 @@ def _nested(items: Any) -> bool:
                 return True
             if _nested(body):
                 return True
-        elif op is _c.SUBPATTERN:
-            if _nested(arg[-1]):
-                return True
-        elif op is _c.BRANCH:
-            if any(_nested(branch) for branch in arg[1]):
-                return True
-        elif op in (_c.ASSERT, _c.ASSERT_NOT):
-            if _nested(arg[1]):
-                return True
+        elif any(_nested(inner) for inner in _inside(op, arg)):
+            return True
     return False
 
 

@@ -7,6 +7,7 @@ import asyncio
 import time
 
 from builders import finding, host_report, sweep
+from test_watch import Flaky  # a host that refuses until it is up again
 
 from gpudiag.model import Host, HostStatus, RemoteResult
 from gpudiag.transport import ConnectFailed, RemoteCommand
@@ -74,18 +75,6 @@ def test_a_dead_hosts_retry_holds_a_refresh_for_at_most_its_wait() -> None:
     assert still[0].endswith("(retrying now)") and still[1] < 0.4
     assert done[0] == "no SSH login to gpu01 within 10 s" and inner.calls == 2  # its outcome, then backoff
 
-
-class Flaky:
-    def __init__(self) -> None:
-        self.down = True
-
-    async def run(self, host: Host, command: RemoteCommand) -> RemoteResult:
-        if self.down:
-            raise ConnectFailed("connection refused by gpu01:22 (host up, nothing listening)")
-        return RemoteResult(exit_status=0, stdout=b"{}", stderr=b"")
-
-    async def close(self) -> None:
-        return None
 
 
 def test_a_host_dropped_for_70_s_is_back_within_one_backoff_step() -> None:
