@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from gpudiag.checks import CheckSettings, evaluate
 from gpudiag.choices import Source
@@ -48,6 +48,15 @@ class SweepOptions:
     stream: bool = False  # watch: one collector process per host answers every refresh (a kept connection)
     idle_s: float | None = None  # watch: a kept collector asked nothing for this long leaves (None: its default)
     settings: CheckSettings = field(default_factory=CheckSettings)
+
+
+class SweepObserver(Protocol):
+    """Told as hosts start and finish (the CLI's live progress; ``--workers`` forwards these across processes).
+    Called on the event loop: an observer must not block."""
+
+    def host_started(self, host: Host) -> None: ...
+
+    def host_finished(self, report: HostReport) -> None: ...
 
 
 def _last_line(data: bytes) -> str:
@@ -142,7 +151,8 @@ async def _run(transport: Transport, host: Host, command: RemoteCommand, give_up
 
 async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptions, *,
                 plans: Mapping[str, LogPlan] | None = None, close_transport: bool = True,
-                on_note: Callable[[str], None] | None = None, stop: asyncio.Event | None = None) -> SweepReport:
+                on_note: Callable[[str], None] | None = None, stop: asyncio.Event | None = None,
+                observer: SweepObserver | None = None) -> SweepReport:
     """Sweep ``hosts`` with at most ``options.concurrency`` in flight; reports keep the hosts' order.
 
     Fewer are in flight when this process's open-file limit cannot fit that many (:func:`gpudiag.limits.window_for`):
@@ -155,7 +165,8 @@ async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptio
 
     ``stop`` set (the CLI sets it on SIGINT/SIGTERM): no host starts any more, the hosts in flight are
     cancelled (their channels close, which ends the collector on the node: :mod:`gpudiag.remote`), and the
-    report holds the hosts that finished, the rest ``cancelled``."""
+    report holds the hosts that finished, the rest ``cancelled``. ``observer`` is told as each host starts
+    (holds a slot of the window) and finishes."""
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()
     in_flight, note = window_for(max(1, min(options.concurrency, len(hosts))))
@@ -172,7 +183,12 @@ async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptio
     async def one(host: Host) -> HostReport:
         plan = by_host[host.name]
         async with window:
-            return await sweep_host(transport, host, options, plan=plan, command=commands[plan.key])
+            if observer is not None:
+                observer.host_started(host)
+            report = await sweep_host(transport, host, options, plan=plan, command=commands[plan.key])
+        if observer is not None:
+            observer.host_finished(report)
+        return report
 
     tasks = [asyncio.ensure_future(one(h)) for h in hosts]
     try:
