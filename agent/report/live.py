@@ -14,7 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from gpudiag.model import Finding, GpuReading, SweepReport
-from gpudiag.report.table import SEVERITY_TAGS, render_summary_line
+from gpudiag.report.findings_section import SEVERITY_TAGS
+from gpudiag.report.table import render_summary_line
 from gpudiag.report.terminal import safe_text
 
 BAR_CELLS = 12

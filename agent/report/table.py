@@ -11,31 +11,24 @@ from __future__ import annotations
 
 import io
 from collections import Counter
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 from rich import box
 from rich.cells import cell_len
-from rich.console import Console, JustifyMethod, RenderableType
+from rich.console import Console, RenderableType
 from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
-from gpudiag.model import Finding, GpuReading, HostReport, Severity, SmiStatus, SweepReport, worst
+from gpudiag.model import GpuReading, HostReport, Severity, SmiStatus, SweepReport, worst
+from gpudiag.report.columns import Column, allot, fit, total
 from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
-from gpudiag.report.evidence import evidence_lines
+from gpudiag.report.findings_section import SEVERITY_TAGS, findings_section, most_serious_first
+from gpudiag.report.fold import counted_label, generic, group_hosts, host_label, index_ranges, shown
 from gpudiag.report.terminal import safe, safe_text
 
-K = TypeVar("K", bound=Hashable)
-
 MISSING = "-"  # a cell whose reading was not reported
-
-SEVERITY_TAGS = {
-    Severity.CRITICAL: ("CRITICAL", "bold red"),
-    Severity.WARNING: ("WARNING", "yellow"),
-    Severity.UNKNOWN: ("UNKNOWN", "magenta"),
-    Severity.OK: ("OK", "green"),
-}
 
 EXIT_MEANINGS = {
     0: "nothing needs attention",
@@ -58,35 +51,6 @@ COLUMNS = (
     "PCIe",
     "reasons",
 )
-
-
-def _most_serious_first(severity: Severity) -> int:
-    return -severity.rank  # UNKNOWN between CRITICAL and WARNING, as worst() ranks it
-
-
-# ------------------------------------------------------------------------------------------- folding
-
-
-def group_identical(items: Iterable[tuple[str, K]]) -> list[tuple[tuple[str, ...], K]]:
-    """Group host names whose keys are equal, as ``clush -b`` groups identical output.
-
-    Groups come in the order of their first host; names keep their order inside a group.
-    ``[("a", 1), ("b", 2), ("c", 1)]`` → ``[(("a", "c"), 1), (("b",), 2)]``.
-    """
-    groups: dict[K, list[str]] = {}
-    for name, key in items:
-        groups.setdefault(key, []).append(name)
-    return [(tuple(names), key) for key, names in groups.items()]
-
-
-def _label(names: Sequence[str]) -> str:
-    """A host range for ``names`` ("gpu[01-03]"); the plain list when no range can hold them."""
-    from gpudiag.hostlist import fold  # imported here so the report does not need it at import time
-
-    try:
-        return fold(names)
-    except ValueError:  # a name no host pattern can hold (e.g. with a space): list it rather than fail
-        return ",".join(names)
 
 
 # ------------------------------------------------------------------------------------------- cells
@@ -168,8 +132,10 @@ def gpu_cells(gpu: GpuReading) -> tuple[str, ...]:
 class HostBlock:
     """What one host shows in the tables; hosts with equal blocks are folded into one.
 
-    ``rows`` holds, per GPU, its cells (``gpu_cells``) and the worst severity of its findings (None when it
-    has none). A host without GPU rows (it did not answer, or nvidia-smi gave none) has ``message`` instead.
+    ``rows`` holds, per GPU (or per run of GPUs of the host whose cells are equal, when folding), its cells
+    (``gpu_cells``) and the worst severity of its findings (None when it has none). A host without GPU rows
+    (it did not answer, or nvidia-smi gave none) has ``message`` instead, its own name and address replaced
+    (:func:`gpudiag.report.fold.generic`) so that hosts saying the same thing fold.
     ``codes`` holds (gpu, code, severity) of every finding, so hosts with different verdicts never fold.
     """
 
@@ -179,7 +145,8 @@ class HostBlock:
     codes: tuple[tuple[int, str, int], ...] = ()
 
 
-def _no_gpu_message(host: HostReport) -> str:
+def no_gpu_message(host: HostReport) -> str:
+    """Why ``host`` has no GPU rows, in one sentence."""
     readings = host.readings
     if host.status.answered and readings is not None and readings.smi_status is not SmiStatus.OK:
         return f"nvidia-smi {readings.smi_status.value}: {readings.smi_message or host.error or 'no GPUs'}"
@@ -188,148 +155,141 @@ def _no_gpu_message(host: HostReport) -> str:
     return host.error or "no answer"
 
 
-def host_block(host: HostReport) -> HostBlock:
+Row = tuple[tuple[str, ...], Severity | None]  # a GPU's cells after the host, and its worst finding
+
+
+def _fold_gpu_rows(rows: list[Row]) -> list[Row]:
+    """Consecutive GPUs whose cells and severity are equal become one row, "0-7" in the gpu column."""
+    runs: list[tuple[list[int], tuple[str, ...], Severity | None]] = []
+    for cells, severity in rows:
+        if runs and runs[-1][1:] == (cells[1:], severity) and int(cells[0]) == runs[-1][0][-1] + 1:
+            runs[-1][0].append(int(cells[0]))
+        else:
+            runs.append(([int(cells[0])], cells[1:], severity))
+    return [((index_ranges(indexes), *cells), severity) for indexes, cells, severity in runs]
+
+
+def host_block(host: HostReport, *, fold: bool = True) -> HostBlock:
     """The host's block: its GPU rows (or a message), and its finding codes."""
     codes = tuple(sorted((-1 if f.gpu is None else f.gpu, f.code, int(f.severity)) for f in host.findings))
     if not host.gpus:
-        return HostBlock(status=host.status.value, message=_no_gpu_message(host), codes=codes)
+        return HostBlock(status=host.status.value, message=generic(no_gpu_message(host), host), codes=codes)
     rows = []
     for gpu in sorted(host.gpus, key=lambda g: g.index):
         severities = [f.severity for f in host.findings if f.gpu == gpu.index]
         rows.append((gpu_cells(gpu), worst(severities) if severities else None))
-    return HostBlock(status=host.status.value, rows=tuple(rows), codes=codes)
+    return HostBlock(status=host.status.value, rows=tuple(_fold_gpu_rows(rows) if fold else rows), codes=codes)
 
 
-# ------------------------------------------------------------------------------------------- rendering
+# ------------------------------------------------------------------------------------------- the GPU table
 
-# One space of padding right of each cell plus SIMPLE_HEAD's blank column divider: two spaces between columns.
+# One space of padding right of each cell plus SIMPLE_HEAD's blank column divider: COLUMN_GAP between columns.
 _CELL_PADDING = (0, 1, 0, 0)
-_COLUMN_GAP = 2
-_NAME_MAX_WIDTH = 24  # "RTX PRO 6000 Blackwell Server Edition" takes two lines rather than a third of the row
+_NAME_WIDE = 24  # "RTX PRO 6000 Blackwell Server Edition" takes two lines rather than a third of the row
+_NAME_NARROW = 12  # ... or three at 80 columns ("RTX PRO 6000" on the first)
+# Narrow terminals: the unit goes in the header, out of every cell ("SM MHz" over "2400/2430").
+_UNIT_IN_HEADER = {"SM clock": ("SM MHz", " MHz")}
 _TWO_LINE_HEADERS = frozenset({"util %", "mem %", "temp °C"})
+_NAME = COLUMNS.index("name")
+_LEFT = frozenset({"host", "name", "cc/SM", "PCIe", "reasons"})
 
 
-def _layout(groups: Sequence[tuple[str, HostBlock]], width: int) -> tuple[int | None, bool]:
-    """How to fit the GPU table in ``width``: the name column's maximum width, and whether to use
-    two-line headers. Full names and one-line headers when they fit; else the name capped; else both."""
-    natural = [cell_len(header) for header in COLUMNS]
+def _columns(name_width: int, pcie_matters: bool) -> tuple[Column, ...]:
+    """The GPU table's columns by how much they matter at a glance (the findings say the rest): a link below
+    its maximum makes PCIe matter."""
+    priority = {"host": 100, "gpu": 100, "util %": 90, "power": 85, "reasons": 70, "name": 60, "SM clock": 50,
+                "temp °C": 40, "mem %": 35, "PCIe": 75 if pcie_matters else 20, "cc/SM": 10}
+    fold_to = {"host": 20, "name": name_width, "reasons": 12}
+    return tuple(Column(header=h, priority=priority[h], fold_to=fold_to.get(h)) for h in COLUMNS)
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    shown: tuple[int, ...]  # positions in COLUMNS
+    max_widths: dict[int, int]  # the folding columns' widths, by position (empty: every column at full width)
+    two_line_headers: bool
+
+
+def _layout(groups: Sequence[tuple[tuple[str, ...], HostBlock]], width: int) -> _Layout:
+    """How to fit the GPU table in ``width``: every column at full width when it fits; else headers wider than
+    their numbers on two lines ("util" over "%") and the name capped; else the columns that matter least
+    left out (:func:`gpudiag.report.columns.fit`), the name capped narrower if that keeps more of them."""
+    natural = [0] * len(COLUMNS)
     for label, block in groups:
         for cells, _severity in block.rows:
-            for position, cell in enumerate((label, *cells)):
+            natural[0] = max(natural[0], *(cell_len(line) for line in label))
+            for position, cell in enumerate(cells, start=1):
                 natural[position] = max(natural[position], cell_len(cell))
-    gaps = _COLUMN_GAP * (len(COLUMNS) - 1)
-    if sum(natural) + gaps <= width:
-        return None, False
-    natural[2] = min(natural[2], _NAME_MAX_WIDTH)
-    return _NAME_MAX_WIDTH, sum(natural) + gaps > width
+    pcie_matters = any("/" in cells[COLUMNS.index("PCIe") - 1] for _, b in groups for cells, _ in b.rows)
+    every = tuple(range(len(COLUMNS)))
+    headers = [max(natural[i], cell_len(h)) for i, h in enumerate(COLUMNS)]
+    if total(_columns(_NAME_WIDE, pcie_matters), headers, every) <= width:
+        return _Layout(every, {}, False)
+    compact = [max(natural[i], *(cell_len(part) for part in h.split())) if h in _TWO_LINE_HEADERS
+               else headers[i] for i, h in enumerate(COLUMNS)]
+    for i, header in enumerate(COLUMNS):
+        if header in _UNIT_IN_HEADER:
+            short, unit = _UNIT_IN_HEADER[header]
+            compact[i] = max([cell_len(short), *(cell_len(cells[i - 1].removesuffix(unit))
+                                                 for _, b in groups for cells, _ in b.rows)])
+    layouts = []
+    for name_width in (_NAME_WIDE, _NAME_NARROW):
+        columns = _columns(name_width, pcie_matters)
+        shown = fit(columns, compact, width)
+        layouts.append(_Layout(shown, allot(columns, compact, shown, width), True))
+    priority = [column.priority for column in _columns(_NAME_WIDE, pcie_matters)]
+    # The layout that keeps the columns that matter most (the wider name when both keep the same ones).
+    return max(layouts, key=lambda layout: sorted((priority[p] for p in layout.shown), reverse=True))
 
 
-def _gpu_table(groups: Sequence[tuple[str, HostBlock]], width: int, color: bool) -> Table:
+def _gpu_table(groups: Sequence[tuple[tuple[str, ...], HostBlock]], width: int, color: bool) -> list[RenderableType]:
+    # "(3 hosts)" under the range, where a narrow host column cannot break it in the middle.
+    labelled = [((host_label(names), f"({len(names)} hosts)") if len(names) > 1 else (names[0],), block)
+                for names, block in groups]
+    layout = _layout(labelled, width)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=_CELL_PADDING)
-    # When the table is too wide, headers wider than their numbers go on two lines ("util" over "%"),
-    # which leaves the space to the GPU name instead of squeezing it.
-    name_max_width, compact = _layout(groups, width)
-    table.add_column("host", overflow="fold", style="bold" if color else "")
-    table.add_column("gpu", justify="right", no_wrap=True)
-    table.add_column("name", overflow="fold", max_width=name_max_width)
-    for header in COLUMNS[3:-1]:
-        justify: JustifyMethod = "left" if header in ("cc/SM", "PCIe") else "right"
-        shown = header.replace(" ", "\n") if compact and header in _TWO_LINE_HEADERS else header
-        table.add_column(shown, justify=justify, no_wrap=True)
-    table.add_column("reasons", overflow="fold", min_width=8)
-    for label, block in groups:
-        for position, (cells, severity) in enumerate(block.rows):
-            gpu_index = safe_text(cells[0], style=SEVERITY_TAGS[severity][1] if color and severity else "")
-            table.add_row(
-                safe_text(label if position == 0 else ""),
-                gpu_index,
-                *(safe_text(c) for c in cells[1:]),
-                end_section=position == len(block.rows) - 1,
-            )
-    return table
+    for position in layout.shown:
+        header = COLUMNS[position]
+        shown_header = header
+        if layout.two_line_headers:
+            shown_header = _UNIT_IN_HEADER.get(header, (header.replace(" ", "\n") if header in _TWO_LINE_HEADERS
+                                                         else header, ""))[0]
+        folds = header in ("host", "name", "reasons")
+        table.add_column(shown_header, justify="left" if header in _LEFT else "right",
+                         overflow="fold", no_wrap=not folds, style="bold" if color and header == "host" else "",
+                         max_width=layout.max_widths.get(position))
+    for label, block in labelled:
+        for row_number, (cells, severity) in enumerate(block.rows):
+            # The label's own line break is kept; anything else unsafe in a name is escaped.
+            row = [Text("\n").join(safe_text(line) for line in label) if row_number == 0 else Text()]
+            for position, cell in enumerate(cells, start=1):
+                if layout.two_line_headers and position == _NAME and row_number and cell == block.rows[0][0][1]:
+                    cell = ""  # a narrow name column wraps: a host's GPUs of one model say it once
+                if layout.two_line_headers and COLUMNS[position] in _UNIT_IN_HEADER:
+                    cell = cell.removesuffix(_UNIT_IN_HEADER[COLUMNS[position]][1])
+                style = SEVERITY_TAGS[severity][1] if color and severity and position == 1 else ""
+                row.append(safe_text(cell, style=style))
+            table.add_row(*(row[p] for p in layout.shown), end_section=row_number == len(block.rows) - 1)
+    out: list[RenderableType] = [table]
+    left_out = [COLUMNS[p] for p in range(len(COLUMNS)) if p not in layout.shown]
+    if left_out:  # said, so that a missing column reads as "no room", not "not measured"
+        out.append(safe_text(f"(not shown at {width} columns: {', '.join(left_out)})", style="dim" if color else ""))
+    return out
 
 
-def _no_gpu_table(groups: Sequence[tuple[str, HostBlock]], color: bool) -> Table:
-    """Hosts without GPU rows: one row each, host, status, and the error sentence."""
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=_CELL_PADDING)
-    table.add_column("host", overflow="fold", style="bold" if color else "")
-    table.add_column("status", no_wrap=True)
-    table.add_column("error", overflow="fold")
-    for label, block in groups:
-        status_style = "bold red" if color and block.status != "ok" else ""
-        table.add_row(safe_text(label), safe_text(block.status, style=status_style), safe_text(block.message or ""))
-    return table
-
-
-def _index_ranges(indexes: Sequence[int]) -> str:
-    """[0, 1, 2, 5] → "0-2,5" (sorted, distinct indexes)."""
-    runs: list[list[int]] = []
-    for i in indexes:
-        if runs and i == runs[-1][-1] + 1:
-            runs[-1].append(i)
-        else:
-            runs.append([i])
-    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
-
-
-def _finding_lines(host: HostReport) -> tuple[tuple[Severity, str, str, str], ...]:
-    """One line per finding; the same code and severity on several GPUs of a host is one line whose
-    sentence is the first GPU's (eight identical lines hide the one that differs)."""
-
-    def order(f: Finding) -> tuple[int, int, str]:
-        return (_most_serious_first(f.severity), -1 if f.gpu is None else f.gpu, f.code)
-
-    lines: list[tuple[Severity, str, str, str]] = []
-    per_gpu: dict[tuple[Severity, str], list[Finding]] = {}
-    for f in sorted(host.findings, key=order):
-        if f.gpu is None:
-            lines.append((f.severity, f.code, "", f.summary))
-        else:
-            per_gpu.setdefault((f.severity, f.code), []).append(f)
-    for (severity, code), found in per_gpu.items():
-        if len(found) == 1:
-            lines.append((severity, code, f"gpu {found[0].gpu}", found[0].summary))
-        else:
-            gpus = sorted(f.gpu for f in found if f.gpu is not None)
-            lines.append((severity, code, f"gpu {_index_ranges(gpus)}",
-                          f"{len(found)} GPUs; gpu {found[0].gpu} {found[0].summary}"))
-    return tuple(sorted(lines, key=lambda line: _most_serious_first(line[0])))
-
-
-def _findings_section(report: SweepReport, color: bool) -> list[RenderableType]:
-    """Findings by host (hosts with equal findings folded); an answered host's error shows in its heading."""
-
-    def heading_note(host: HostReport) -> str:
-        if host.status.answered and (host.status.value != "ok" or host.error):
-            return f"{host.status.value}: {host.error}" if host.error else host.status.value
-        return ""
-
-    items = [(h.host, (heading_note(h), _finding_lines(h), evidence_lines(h))) for h in report.hosts]
-    groups = [(names, key) for names, key in group_identical(items) if key[0] or key[1]]
-    if not groups:
-        return [safe_text("No findings.")]
-    code_width = max((len(line[1]) for _, (_, lines, _) in groups for line in lines), default=4)
-    gpu_width = max((len(line[2]) for _, (_, lines, _) in groups for line in lines), default=0)
-    out: list[RenderableType] = [safe_text("Findings", style="bold" if color else "")]
-    for names, (note, lines, extra) in groups:
-        heading = safe_text(_label(names), style="bold" if color else "")
-        if note:
-            heading.append(safe(f"  {note}"))
-        out.append(heading)
-        if not lines:
-            continue
-        grid = Table.grid(padding=(0, 2))
-        grid.add_column(no_wrap=True, min_width=8)
-        grid.add_column(no_wrap=True, min_width=code_width)
-        grid.add_column(no_wrap=True, min_width=gpu_width)
+def _no_gpu_lines(groups: Sequence[tuple[tuple[str, ...], HostBlock]], hosts: Mapping[str, HostReport],
+                  width: int, color: bool) -> list[RenderableType]:
+    """Hosts without GPU rows, folded: "gpu[01-50] (50 hosts): unreachable: no answer in 3 s", one line a group
+    (as ``clush -b`` heads each group), the sentence wrapped under itself."""
+    out: list[RenderableType] = []
+    for names, block in groups:
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(overflow="fold", max_width=max(12, width // 3), style="bold" if color else "")
         grid.add_column(overflow="fold")
-        for severity, code, gpu, summary in lines:
-            tag, style = SEVERITY_TAGS[severity]
-            grid.add_row(safe_text(tag, style=style if color else ""), safe_text(code), safe_text(gpu),
-                         safe_text(summary))
-        for label, text in extra:  # context for the verdict: topology, VM, the servers' configuration
-            grid.add_row(safe_text(""), safe_text(label, style="dim" if color else ""), safe_text(""), safe_text(text))
-        out.append(Padding(grid, (0, 0, 0, 2), expand=False))
+        message = shown(no_gpu_message(hosts[names[0]]), block.message or "", names)
+        status = safe_text(block.status, style="bold red" if color and block.status != "ok" else "")
+        grid.add_row(safe_text(counted_label(names) + ":"), status.append(safe(f": {message}")))
+        out.append(grid)
     return out
 
 
@@ -360,14 +320,8 @@ def _summary_section(report: SweepReport, color: bool) -> list[RenderableType]:
     ]
 
 
-def render_table(report: SweepReport, *, width: int = 160, color: bool = False) -> str:
-    """The whole report as text ``width`` columns wide, with ANSI colours when ``color``.
-
-    The GPU table (identical hosts folded), then the hosts without GPU rows, the findings by host, and the
-    cluster summary ending with the exit code and its meaning.
-    """
-    buffer = io.StringIO()
-    console = Console(
+def _console(buffer: io.StringIO, width: int, color: bool) -> Console:
+    return Console(
         file=buffer,
         width=width,
         force_terminal=color,
@@ -378,20 +332,37 @@ def render_table(report: SweepReport, *, width: int = 160, color: bool = False) 
         # The caller decides colour and width; NO_COLOR, COLUMNS, TERM and friends are the CLI's business.
         _environ={},
     )
-    groups = [(_label(names), block) for names, block in group_identical((h.host, host_block(h)) for h in report.hosts)]
-    with_gpus = [(label, block) for label, block in groups if block.message is None]
-    without_gpus = [(label, block) for label, block in groups if block.message is not None]
-    if with_gpus:
-        console.print(_gpu_table(with_gpus, width, color))
-    if without_gpus:
+
+
+def render_table(report: SweepReport, *, width: int = 160, color: bool = False, fold: bool = True,
+                 findings_only: bool = False) -> str:
+    """The whole report as text ``width`` columns wide, with ANSI colours when ``color``.
+
+    The GPU table (identical hosts folded unless not ``fold``), then the hosts without GPU rows, the findings
+    by host, and the cluster summary ending with the exit code and its meaning. ``findings_only`` (``--quiet``
+    when something is wrong): the findings and the exit line, nothing else.
+    """
+    buffer = io.StringIO()
+    console = _console(buffer, width, color)
+    if not findings_only:
+        by_name = {h.host: h for h in report.hosts}
+        groups = group_hosts(((h.host, host_block(h, fold=fold)) for h in report.hosts), fold=fold)
+        with_gpus = [(names, block) for names, block in groups if block.message is None]
+        without_gpus = [(names, block) for names, block in groups if block.message is not None]
         if with_gpus:
-            console.print()
-        console.print(_no_gpu_table(without_gpus, color))
-    console.print()
-    for renderable in _findings_section(report, color):
+            for renderable in _gpu_table(with_gpus, width, color):
+                console.print(renderable)
+        if without_gpus:
+            if with_gpus:
+                console.print()
+            for renderable in _no_gpu_lines(without_gpus, by_name, width, color):
+                console.print(renderable)
+        console.print()
+    for renderable in findings_section(report, width=width, color=color, fold=fold):
         console.print(renderable)
     console.print()
-    for renderable in _summary_section(report, color):
+    summary = _summary_section(report, color)
+    for renderable in summary[-1:] if findings_only else summary:
         console.print(renderable)
     # rich pads every line to the console width; the padding is noise in a terminal and in golden files.
     return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
@@ -403,7 +374,7 @@ def render_summary_line(report: SweepReport) -> str:
     n_gpus = sum(len(h.gpus) for h in report.hosts)
     findings = len(report.findings)
     counts = findings_by_severity(report)
-    by_severity = _counts({s.label: counts[s.label] for s in sorted(Severity, key=_most_serious_first)})
+    by_severity = _counts({s.label: counts[s.label] for s in sorted(Severity, key=most_serious_first)})
     findings_text = f"{findings} findings ({by_severity})" if findings else "0 findings"
     return (
         f"{len(report.hosts)} hosts ({_counts(hosts_by_status(report))}), {n_gpus} GPUs, {findings_text}; "

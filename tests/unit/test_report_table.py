@@ -17,9 +17,9 @@ from builders import finding, gpu, host_report, node, sweep
 
 from gpudiag.model import HostStatus, Severity, SmiStatus
 from gpudiag.report import OutputFormat, render
+from gpudiag.report.fold import group_identical
 from gpudiag.report.table import (
     clock_cell,
-    group_identical,
     host_block,
     pcie_cell,
     power_cell,
@@ -133,7 +133,9 @@ def test_identical_hosts_fold_into_one_row():
 
     # gpu03 reads 60.4 °C where the others read 60: the same once rounded, so it folds with them.
     assert len(_lines_with(text, "gpu[01-03]")) == 1
-    assert _lines_with(text, "gpu[01-03]")[0].split()[:2] == ["gpu[01-03]", "0"]
+    # ... and its two GPUs, which read the same, are one row.
+    assert _lines_with(text, "gpu[01-03]")[0].split()[:2] == ["gpu[01-03]", "0-1"]
+    assert "(3 hosts)" in text
     assert not _lines_with(text, "gpu01 ") and not _lines_with(text, "gpu02 ")
 
 
@@ -160,8 +162,8 @@ def test_what_folds(other, folds):
 def test_unreachable_host_gets_one_row_with_status_and_error():
     text = render_table(_basic_report(), width=120)
 
-    rows = _lines_with(text, "gpu05  ")
-    assert rows == ["gpu05  unreachable  could not connect to 10.0.0.5 port 22: connection refused"]
+    rows = _lines_with(text, "gpu05:")
+    assert rows == ["gpu05: unreachable: could not connect to 10.0.0.5 port 22: connection refused"]
 
 
 def test_unreachable_hosts_with_the_same_error_fold():
@@ -169,7 +171,7 @@ def test_unreachable_hosts_with_the_same_error_fold():
 
     text = render_table(report, width=120)
 
-    assert _lines_with(text, "node[1-4]") == ["node[1-4]  timeout  no answer within 30 s"]
+    assert _lines_with(text, "node[1-4]") == ["node[1-4] (4 hosts): timeout: no answer within 30 s"]
 
 
 def test_host_whose_nvidia_smi_failed_gets_a_row_without_gpus():
@@ -178,7 +180,7 @@ def test_host_whose_nvidia_smi_failed_gets_a_row_without_gpus():
 
     text = render_table(report, width=120)
 
-    assert _lines_with(text, "gpu01") == ["gpu01  ok      nvidia-smi driver_error: NVIDIA-SMI has failed"]
+    assert _lines_with(text, "gpu01") == ["gpu01: ok: nvidia-smi driver_error: NVIDIA-SMI has failed"]
 
 
 def test_findings_by_host_one_line_each():
