@@ -45,6 +45,10 @@ class ReportOutput(Protocol):
     def quiet(self) -> bool: ...
     @property
     def samples_detail(self) -> bool: ...
+    @property
+    def width(self) -> int: ...
+    @property
+    def fold(self) -> bool: ...
 
 
 class AuditConfigError(ValueError):
@@ -183,7 +187,9 @@ def _render(report: SweepReport, output: ReportOutput, changes: ChangeSet | None
         return render_html(report, changes, _trends(report, history) if history is not None else None)
     from gpudiag.report import render
 
-    text = render(report, fmt, color=color) + (f"\n{tail}" if tail else "")
+    # --quiet prints only the findings when something is wrong; a report written to --output stays whole.
+    text = render(report, fmt, color=color, width=output.width, fold=output.fold,
+                  findings_only=output.quiet and options.output is None) + (f"\n{tail}" if tail else "")
     if changes is not None:
         from gpudiag.report.changes_report import render_changes
 

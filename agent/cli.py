@@ -22,6 +22,7 @@ from gpudiag.cli_common import (
     EXIT_CANNOT_RUN,
     configuration_errors,
     fail,
+    output_request,
     render_report,
     run_async,
     selected_hosts,
@@ -87,6 +88,8 @@ def sweep(
     log_tail_mib: float = opt.LOG_TAIL_MIB,
     samples_detail: bool = opt.SAMPLES_DETAIL,
     quiet: bool = opt.QUIET,
+    fold: bool = opt.FOLD,
+    progress: bool | None = opt.PROGRESS,
     slurm_partition: list[str] = cli_slurm.SLURM_PARTITION,
     slurm_job: str | None = cli_slurm.SLURM_JOB,
     slurm_nodelist: str | None = cli_slurm.SLURM_NODELIST,
@@ -107,7 +110,7 @@ def sweep(
 ) -> None:
     """Sweep hosts over SSH, read their GPUs and logs, and report what is wrong."""
     from gpudiag.logs import LogOptions
-    from gpudiag.request import HostSelection, OutputRequest, SshRequest, SweepRequest, Thresholds, parse_shard
+    from gpudiag.request import HostSelection, SshRequest, SweepRequest, Thresholds, parse_shard
     from gpudiag.runner import SweepOptions
 
     try:
@@ -125,7 +128,7 @@ def sweep(
             thresholds=Thresholds(busy_utilization_pct=busy_utilization_pct, low_power_pct=low_power_pct,
                                   bandwidth_memory_utilization_pct=bandwidth_pct),
             demo=demo,
-            output=OutputRequest(format=fmt, quiet=quiet, samples_detail=samples_detail),
+            output=output_request(fmt, quiet=quiet, samples_detail=samples_detail, fold=fold, progress=progress),
             drain_on=drain_on, dry_run=dry_run,
             audit=cli_audit.audit_options(history=history, keep_days=keep_days, lock_wait_s=history_lock_wait,
                                           only_changes=only_changes, flap_changes=flap_changes,
@@ -161,11 +164,12 @@ def local(
     log_tail_mib: float = opt.LOG_TAIL_MIB,
     samples_detail: bool = opt.SAMPLES_DETAIL,
     quiet: bool = opt.QUIET,
+    fold: bool = opt.FOLD,
 ) -> None:
     """Read this machine's GPUs (no SSH) and logs, through the same checks and report."""
     from gpudiag.logs import LogOptions
     from gpudiag.model import SmiStatus
-    from gpudiag.request import HostSelection, OutputRequest, SweepRequest
+    from gpudiag.request import HostSelection, SweepRequest
     from gpudiag.runner import SweepOptions
 
     # The inventory's check settings do not apply here: there is no inventory (and so no SSH either).
@@ -173,7 +177,7 @@ def local(
         hosts=HostSelection(local=True),
         sweep=SweepOptions(samples=samples, interval_s=interval, deadline_s=timeout, concurrency=1, source=source,
                            logs=LogOptions(paths=tuple(log), pack_files=tuple(pack), tail_mib=log_tail_mib)),
-        output=OutputRequest(format=fmt, quiet=quiet, samples_detail=samples_detail))
+        output=output_request(fmt, quiet=quiet, samples_detail=samples_detail, fold=fold, progress=False))
     try:
         report = sweep_report(request)
     except configuration_errors() as exc:
@@ -283,7 +287,8 @@ def watch(
 def merge(
     reports: list[Path] = typer.Argument(..., help="JSON reports of gpudiag sweep --format json (shards)."),
     fmt: OutputFormat = typer.Option(OutputFormat.TABLE, "--format", "-f", help="table or json."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing when all is well (exit 0)."),
+    quiet: bool = opt.QUIET,
+    fold: bool = opt.FOLD,
 ) -> None:
     """Merge the JSON reports of several sweeps (e.g. --shard 1/4 ... 4/4) into one report."""
     import json
@@ -303,9 +308,8 @@ def merge(
     except ShardError as exc:
         raise fail(str(exc)) from None
     if not (quiet and report.exit_code == 0):
-        from gpudiag.report import render
-
-        typer.echo(render(report, fmt))
+        typer.echo(render_report(report, output_request(fmt, quiet=quiet, fold=fold, progress=False),
+                                 color=sys.stdout.isatty()))
     raise typer.Exit(report.exit_code)
 
 

@@ -8,9 +8,11 @@ Like them it imports the layers below only where they are used, so that ``gpudia
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import signal
+import sys
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -22,10 +24,13 @@ from gpudiag.report import OutputFormat
 if TYPE_CHECKING:
     from gpudiag.model import SweepReport
     from gpudiag.request import HostSelection, OutputRequest, SelectedHosts, SweepRequest
+    from gpudiag.runner import SweepObserver
 
 T = TypeVar("T")
 
 EXIT_CANNOT_RUN = 3
+PIPE_WIDTH = 160  # a report to a pipe or a file: wide enough that a table row is one line for grep
+MIN_WIDTH = 40  # narrower than this, no layout reads well: the lines wrap in the terminal instead
 
 
 # The global --event-loop option, set once per invocation by the app's callback before any command runs.
@@ -58,9 +63,15 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-async def until_signal(start: Callable[[asyncio.Event], Coroutine[Any, Any, T]], stopped_by: list[str]) -> T:
+def _say(line: str) -> None:
+    typer.echo(f"gpudiag: {line}", err=True)
+
+
+async def until_signal(start: Callable[[asyncio.Event], Coroutine[Any, Any, T]], stopped_by: list[str], *,
+                       say: Callable[[str], None] = _say) -> T:
     """Run ``start(stop)``; the first SIGINT or SIGTERM sets ``stop`` (the sweep cancels what is in flight and
     reports what finished) and puts its name in ``stopped_by``, a second one exits at once with no report.
+    ``say`` prints a line on stderr (through the progress display while one is shown).
     Where the loop cannot watch signals (not the main thread), it runs as is."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -69,8 +80,7 @@ async def until_signal(start: Callable[[asyncio.Event], Coroutine[Any, Any, T]],
         if stop.is_set():
             _exit_at_once(signum)
         stopped_by.append(signal.Signals(signum).name)
-        typer.echo(f"gpudiag: {stopped_by[0]}: stopping; reporting the hosts that finished "
-                   "(again to exit at once)", err=True)
+        say(f"{stopped_by[0]}: stopping; reporting what finished (again: exit now)")  # fits 80 columns
         stop.set()
 
     watched = []
@@ -90,8 +100,10 @@ async def until_signal(start: Callable[[asyncio.Event], Coroutine[Any, Any, T]],
 
 
 def _exit_at_once(signum: int) -> None:
-    """The second signal: exit now, with no report (the nodes end their collectors when the connections drop)."""
-    os.write(2, b"gpudiag: interrupted again; exiting without a report\n")
+    """The second signal: exit now, with no report (the nodes end their collectors when the connections drop).
+    On a terminal the line starts by clearing the one under the cursor (a progress line being drawn)."""
+    clear = b"\r\x1b[2K" if os.isatty(2) else b""
+    os.write(2, clear + b"gpudiag: interrupted again; exiting without a report\n")
     os._exit(128 + signum)
 
 
@@ -130,7 +142,8 @@ def sweep_report(request: SweepRequest, *, no_hosts: str = "no hosts given") -> 
         from gpudiag.simulate.demo import sweep_demo
 
         options, planner = prepare_demo(request)
-        return run_async(sweep_demo(options, planner=planner))
+        return _until_stopped(request.output, None, lambda stop, observer, _say: sweep_demo(
+            options, planner=planner, stop=stop, observer=observer))
     selected = selected_hosts(request.hosts)
     if not selected.hosts and request.hosts.shard is None:
         raise RequestError(no_hosts)
@@ -146,11 +159,53 @@ def sweep_selected(request: SweepRequest, selected: SelectedHosts) -> SweepRepor
     # A lowered window (the open-file limit cannot hold the fan-out) is said once, before any connection.
     # SIGINT/SIGTERM stop it: the report then holds what finished, the rest cancelled, and says which signal.
     transport = open_transport(prepared)
+    return _until_stopped(request.output, len(prepared.hosts), lambda stop, observer, say: sweep(
+        prepared.hosts, transport, prepared.options, plans=prepared.plans, stop=stop, observer=observer,
+        on_note=say))
+
+
+def _until_stopped(output: OutputRequest, total: int | None, start: Callable[
+        [asyncio.Event, SweepObserver | None, Callable[[str], None]], Coroutine[Any, Any, SweepReport]]) -> SweepReport:
+    """Run the sweep ``start(stop, observer, say)`` until it ends or SIGINT/SIGTERM stops it (the report then
+    says which signal), with the live progress on stderr when ``output`` asks for it: erased before the
+    report is printed, on Ctrl-C too. ``say`` prints a line on stderr above the progress."""
     stopped_by: list[str] = []
-    report = run_async(until_signal(lambda stop: sweep(
-        prepared.hosts, transport, prepared.options, plans=prepared.plans, stop=stop,
-        on_note=lambda line: typer.echo(f"gpudiag: {line}", err=True)), stopped_by))
+    if not output.progress:
+        report = run_async(until_signal(lambda stop: start(stop, None, _say), stopped_by))
+    else:
+        from gpudiag.report.progress import SweepProgress
+
+        with SweepProgress.on_stderr(total) as progress:
+            def say(line: str) -> None:
+                progress.say(f"gpudiag: {line}")
+
+            report = run_async(until_signal(lambda stop: start(stop, progress, say), stopped_by, say=say))
     return dataclasses.replace(report, stopped_by=stopped_by[0]) if stopped_by else report
+
+
+def terminal_width() -> int:
+    """The report's width: ``COLUMNS`` when set (as ``ls`` and rich read it), else the terminal's width, else
+    (stdout a pipe or a file) :data:`PIPE_WIDTH`, so that scripts and grep get whole lines."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return max(int(columns), MIN_WIDTH)
+    if sys.stdout.isatty():
+        with contextlib.suppress(OSError):
+            return max(os.get_terminal_size(sys.stdout.fileno()).columns, MIN_WIDTH)
+    return PIPE_WIDTH
+
+
+def output_request(fmt: OutputFormat, *, quiet: bool = False, samples_detail: bool = False, fold: bool = True,
+                   progress: bool | None = None) -> OutputRequest:
+    """The :class:`OutputRequest` for these flags on this terminal: its width, and progress (``--progress`` /
+    ``--no-progress``, else shown when stdout and stderr are both a terminal and not ``--quiet``: never on
+    a pipe, where it would garble ``less``, nor for cron)."""
+    from gpudiag.request import OutputRequest
+
+    if progress is None:
+        progress = not quiet and sys.stdout.isatty() and sys.stderr.isatty()
+    return OutputRequest(format=fmt, quiet=quiet, samples_detail=samples_detail, width=terminal_width(), fold=fold,
+                         progress=progress)
 
 
 def render_report(report: SweepReport, output: OutputRequest, *, color: bool = False) -> str:
@@ -158,5 +213,6 @@ def render_report(report: SweepReport, output: OutputRequest, *, color: bool = F
     from gpudiag.report import render
 
     if output.format is OutputFormat.TABLE:
-        return render(report, output.format, color=color)
+        return render(report, output.format, color=color, width=output.width, fold=output.fold,
+                      findings_only=output.quiet)
     return render(report, output.format, samples_detail=output.samples_detail)

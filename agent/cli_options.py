@@ -43,4 +43,9 @@ LOG_TAIL_MIB = typer.Option(8.0, "--log-tail-mib", min=0.001, max=1024.0, help="
                             "each log (and its rotations).")
 SAMPLES_DETAIL = typer.Option(False, "--samples-detail", help="JSON: also every raw sample of each GPU (by "
                               "default each GPU's combined readings and its sample count).")
-QUIET = typer.Option(False, "--quiet", "-q", help="Print nothing when all is well (exit 0).")
+QUIET = typer.Option(False, "--quiet", "-q", help="For cron: print nothing when all is well (exit 0), only the "
+                     "findings when not.")
+FOLD = typer.Option(True, "--fold/--no-fold", help="Fold hosts (and GPUs of a host) that read the same into one "
+                    "row, as clush -b does; --no-fold shows every row (the JSON always has every host).")
+PROGRESS = typer.Option(None, "--progress/--no-progress", help="Live progress on stderr while hosts answer "
+                        "(default: when stdout and stderr are a terminal and not --quiet).", show_default=False)

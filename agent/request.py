@@ -103,8 +103,11 @@ class OutputRequest:
     """How the report is printed."""
 
     format: OutputFormat = OutputFormat.TABLE
-    quiet: bool = False  # print nothing when all is well
+    quiet: bool = False  # print nothing when all is well, only the findings when not
     samples_detail: bool = False  # JSON: every raw sample too, not only each GPU's combined readings
+    width: int = 160  # the table's width in terminal cells (the CLI: the terminal's, or 160 for a pipe or file)
+    fold: bool = True  # --no-fold: every host and GPU on its own row (a rendering choice; the JSON keeps all)
+    progress: bool = False  # live progress on stderr while the sweep runs (the CLI decides: --progress, a tty)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -24,7 +24,7 @@ class OutputFormat(str, enum.Enum):
 
 # Options that only shape how text looks; formats that have no use for them ignore them, so the CLI can
 # pass the same options whatever the format.
-_PRESENTATION_OPTIONS = frozenset({"width", "color"})
+_PRESENTATION_OPTIONS = frozenset({"width", "color", "fold", "findings_only"})
 _JSON_OPTIONS = frozenset({"samples_detail"})  # every raw sample too, not only each GPU's combined readings
 
 
@@ -57,8 +57,8 @@ _RENDERERS: dict[OutputFormat, Callable[..., str]] = {
 
 
 def render(report: SweepReport, fmt: OutputFormat | str, **options: Any) -> str:
-    """``report`` as text in format ``fmt``; ``options`` go to the formatter (table: ``width``, ``color``;
-    json: ``samples_detail``).
+    """``report`` as text in format ``fmt``; ``options`` go to the formatter (table: ``width``, ``color``,
+    ``fold``, ``findings_only``; json: ``samples_detail``).
 
     Raises ``ValueError`` for an unknown format name.
     """

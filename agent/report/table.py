@@ -284,7 +284,7 @@ def _no_gpu_lines(groups: Sequence[tuple[tuple[str, ...], HostBlock]], hosts: Ma
     out: list[RenderableType] = []
     for names, block in groups:
         grid = Table.grid(padding=(0, 1))
-        grid.add_column(overflow="fold", max_width=max(12, width // 3), style="bold" if color else "")
+        grid.add_column(overflow="fold", max_width=max(12, width // 2), style="bold" if color else "")
         grid.add_column(overflow="fold")
         message = shown(no_gpu_message(hosts[names[0]]), block.message or "", names)
         status = safe_text(block.status, style="bold red" if color and block.status != "ok" else "")

@@ -31,7 +31,7 @@ from gpudiag.simulate.demo_logs import write_demo_logs
 
 if TYPE_CHECKING:
     from gpudiag.logs.plan import Planner
-    from gpudiag.runner import SweepOptions
+    from gpudiag.runner import SweepObserver, SweepOptions
 
 HERE = Path(__file__).resolve().parent
 
@@ -144,13 +144,13 @@ async def demo_cluster() -> AsyncIterator[DemoCluster]:
                 await server.wait_closed()
 
 
-async def sweep_demo(options: SweepOptions, *, planner: Planner | None = None,
-                     connect_timeout_s: float = 3.0) -> SweepReport:
+async def sweep_demo(options: SweepOptions, *, planner: Planner | None = None, connect_timeout_s: float = 3.0,
+                     stop: asyncio.Event | None = None, observer: SweepObserver | None = None) -> SweepReport:
     """Start the demo cluster and sweep it with ``options`` through the real SSH transport.
 
     ``planner``: the log planner for ``options.logs`` that the caller built, and so checked (``--pack``,
     ``--signature``), before the cluster started; each demo host's plan is built from it once. Built here
-    when not given."""
+    when not given. ``stop`` and ``observer``: as for :func:`gpudiag.runner.sweep` (Ctrl-C, live progress)."""
     from gpudiag.logs.plan import Planner
     from gpudiag.runner import sweep
     from gpudiag.transport import SshOptions, SshTransport
@@ -160,4 +160,4 @@ async def sweep_demo(options: SweepOptions, *, planner: Planner | None = None,
         plans = {host.name: planner.plan(host) for host in cluster.hosts}
         transport = SshTransport(SshOptions(connect_timeout_s=connect_timeout_s,
                                             known_hosts=(cluster.known_hosts,), ssh_config=[]))
-        return await sweep(cluster.hosts, transport, options, plans=plans)
+        return await sweep(cluster.hosts, transport, options, plans=plans, stop=stop, observer=observer)
