@@ -28,6 +28,7 @@ from gpudiag.cli_common import (
     selected_hosts,
     sweep_report,
     sweep_selected,
+    terminal_width,
     use_event_loop,
 )
 from gpudiag.report import OutputFormat
@@ -202,6 +203,7 @@ def inventory_cmd(
     limit: list[str] = typer.Option([], "--limit", help="Only these groups or host patterns."),
     exclude: list[str] = typer.Option([], "--exclude", help="Leave out these host patterns."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    fold: bool = opt.FOLD,
 ) -> None:
     """Print the expanded host list with each host's effective settings."""
     import json
@@ -219,7 +221,7 @@ def inventory_cmd(
         return
     from gpudiag.report.inventory_table import render_inventory
 
-    typer.echo(render_inventory(rows), nl=False)
+    typer.echo(render_inventory(rows, width=terminal_width(), fold=fold), nl=False)
 
 
 @app.command()
@@ -267,7 +269,8 @@ def watch(
     screen = LiveScreen() if live else None
 
     def show(refresh: int, report: SweepReport, change: Changes) -> None:
-        text = render_watch(refresh, count, report, appeared=change.appeared, cleared=change.cleared, color=live)
+        text = render_watch(refresh, count, report, appeared=change.appeared, cleared=change.cleared, color=live,
+                            width=terminal_width())  # asked each refresh: the terminal may have been resized
         if screen is not None:
             screen.show(text)
         else:

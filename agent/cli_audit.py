@@ -19,7 +19,7 @@ import typer
 
 from gpudiag import cli_options as opt
 from gpudiag.choices import HistoryFormat
-from gpudiag.cli_common import configuration_errors, fail, run_async, selected_hosts
+from gpudiag.cli_common import configuration_errors, fail, run_async, selected_hosts, terminal_width
 from gpudiag.report import OutputFormat
 
 if TYPE_CHECKING:
@@ -106,7 +106,8 @@ def history(
     if fmt is HistoryFormat.JSON:
         typer.echo(json.dumps(rows, indent=2))
     else:
-        typer.echo(render_runs(rows) if host is None else render_gpu_rows(rows), nl=False)
+        width = terminal_width()
+        typer.echo(render_runs(rows, width=width) if host is None else render_gpu_rows(rows, width=width), nl=False)
 
 
 def exporter(

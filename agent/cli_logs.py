@@ -12,7 +12,8 @@ from pathlib import Path
 import typer
 
 from gpudiag import cli_options as opt
-from gpudiag.cli_common import configuration_errors, fail, sweep_report
+from gpudiag.cli_common import configuration_errors, fail, output_request, sweep_report, terminal_width
+from gpudiag.report import OutputFormat
 
 
 def signatures(
@@ -33,7 +34,7 @@ def signatures(
         raise fail(f"--pack {unknown[0]}: no such pack (known: {', '.join(registry.packs)}; or give a file)")
     chosen = [registry.packs[p] for p in pack if p in registry.packs] + [
         p for p in registry.packs.values() if p.origin in files]
-    typer.echo(render_signatures(dict.fromkeys(chosen) if pack else registry.packs.values()))
+    typer.echo(render_signatures(dict.fromkeys(chosen) if pack else registry.packs.values(), width=terminal_width()))
 
 
 def grep(
@@ -60,6 +61,8 @@ def grep(
     known_hosts: str | None = opt.KNOWN_HOSTS,
     ssh_config: Path | None = opt.SSH_CONFIG,
     accept_new_host_keys: bool = opt.ACCEPT_NEW,
+    fold: bool = opt.FOLD,
+    progress: bool | None = opt.PROGRESS,
 ) -> None:
     """Run one signature across hosts' logs; hosts with identical output are shown once.
 
@@ -79,10 +82,12 @@ def grep(
                        ssh_config=ssh_config, accept_new_host_keys=accept_new_host_keys),
         sweep=SweepOptions(samples=1, interval_s=0.0, deadline_s=timeout, concurrency=concurrency, logs=logs,
                            gpus=False, context=False),
-        inventory_settings=False, demo=demo)
+        inventory_settings=False, demo=demo,
+        output=output_request(OutputFormat.JSON if as_json else OutputFormat.TABLE, fold=fold, progress=progress))
     try:
         report = sweep_report(request, no_hosts="no hosts to search: give targets, -i INVENTORY, --local or --demo")
     except configuration_errors() as exc:
         raise fail(str(exc)) from None
-    typer.echo(grep_document(report, signature) if as_json else render_grep(report, signature))
+    typer.echo(grep_document(report, signature) if as_json else render_grep(report, signature,
+                                                                             width=request.output.width, fold=fold))
     raise typer.Exit(report.exit_code if report.stopped_by else grep_exit_code(report, signature))

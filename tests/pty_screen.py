@@ -33,7 +33,11 @@ class PtyRun:
 
     @property
     def screen(self) -> list[str]:
-        return render_screen(self.raw)
+        """The terminal's lines, the blank ones after the last text left out."""
+        lines = render_screen(self.raw)
+        while lines and not lines[-1]:
+            lines.pop()
+        return lines
 
     @property
     def text(self) -> str:

@@ -7,6 +7,7 @@ numbers of terminal cells.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -63,3 +64,35 @@ def allot(columns: Sequence[Column], natural: Sequence[int], positions: Sequence
         widths[position] = floor + grow
         spare -= grow
     return widths
+
+
+def wrap(head: str, text: str, width: int, *, indent: int = 6) -> list[str]:
+    """``head`` then ``text`` on one line when it fits in ``width``; else ``text`` wrapped under itself beside
+    ``head`` when ``head`` is short, or under ``head`` indented by ``indent``. Words longer than a line
+    (a path, a log line's token) are cut; nothing passes ``width`` (plain text: one cell a character)."""
+    if len(head) + len(text) <= width:
+        return [head + text]
+    hang = len(head) if len(head) <= width // 2 else indent
+    body = textwrap.wrap(text, width=max(10, width - hang), break_long_words=True, break_on_hyphens=False) or [""]
+    if hang == len(head):
+        return [head + body[0], *(" " * hang + line for line in body[1:])]
+    return [head.rstrip(), *(" " * hang + line for line in body)]
+
+
+def plain_table(header: Sequence[str], rows: Sequence[Sequence[str]], width: int,
+                priorities: Sequence[int]) -> str:
+    """A plain-text table in ``width`` columns: the columns that matter least (``priorities``, higher kept
+    longer) left out until it fits, the last column shown wrapped under itself; one line a row when wide."""
+    natural = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=False)]
+    columns = [Column(header=h, priority=p, fold_to=20 if i == len(header) - 1 else None)
+               for i, (h, p) in enumerate(zip(header, priorities, strict=True))]
+    shown = fit(columns, natural, width)
+    out = []
+    for row in (header, *rows):
+        cells = [str(row[p]) for p in shown]
+        head = "".join(c.ljust(natural[p] + COLUMN_GAP) for c, p in zip(cells[:-1], shown[:-1], strict=True))
+        out += [line.rstrip() for line in wrap(head, cells[-1], width)]
+    left_out = [header[p] for p in range(len(header)) if p not in shown]
+    if left_out:
+        out.append(f"(not shown at {width} columns: {', '.join(left_out)})")
+    return "".join(line + "\n" for line in out)

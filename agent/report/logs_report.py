@@ -8,11 +8,13 @@ host did not answer or a log could not be read (so "no match" cannot be trusted 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from gpudiag.logs.packs import Pack
 from gpudiag.model import HostReport, LogMatch, LogScan, LogStatus, SweepReport
+from gpudiag.report.columns import wrap
+from gpudiag.report.fold import generic, group_hosts, host_label, shown
 from gpudiag.report.terminal import safe_lines
 
 REGEX_CHARS = 70
@@ -22,25 +24,17 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _label(names: Sequence[str]) -> str:
-    from gpudiag.hostlist import fold
-
-    try:
-        return fold(names)
-    except ValueError:  # a name no host pattern can hold
-        return ",".join(names)
-
-
 # ------------------------------------------------------------------------------------------ signatures
 
 
-def render_signatures(packs: Iterable[Pack]) -> str:
-    """Every pack: its echoes (configuration, never matches), signatures and expectations."""
+def render_signatures(packs: Iterable[Pack], *, width: int = 160) -> str:
+    """Every pack: its echoes (configuration, never matches), signatures and expectations, in ``width``
+    columns (each entry's text wrapped under it where it does not fit beside its name)."""
     out: list[str] = []
     for pack in packs:
         applies = "the kernel log (@kernel)" if pack.applies_to == "kernel" else "log files"
         window = f", last {pack.since_hours:g} h" if pack.since_hours else ""
-        out.append(f"{pack.name} ({pack.origin}; {applies}{window}): {pack.description}")
+        out += wrap(f"{pack.name} ", f"({pack.origin}; {applies}{window}): {pack.description}", width, indent=4)
         rows: list[tuple[str, str, str]] = []
         for echo in pack.echoes:
             rows.append(("echo", echo.name, f"/{_cut(echo.regex, REGEX_CHARS)}/ {echo.format} -> "
@@ -54,8 +48,9 @@ def render_signatures(packs: Iterable[Pack]) -> str:
             after = f", after {' '.join(exp.after)}" if exp.after else ""
             rows.append(("expect", exp.name, f"when {exp.echo}: {when or 'always'}{after}: expect "
                                              f"{' or '.join(exp.expect)} ({exp.severity} if absent)"))
-        width = max((len(name) for _, name, _ in rows), default=0)
-        out += [f"  {kind:<8} {name:<{width}}  {text}" for kind, name, text in rows]
+        name_width = max((len(name) for _, name, _ in rows), default=0)
+        for kind, name, text in rows:
+            out += wrap(f"  {kind:<8} {name:<{name_width}}  ", text, width)
         out.append("")
     return "\n".join(out).rstrip("\n")
 
@@ -104,16 +99,21 @@ def _host_text(host: HostReport, signature: str) -> str:
     return "\n".join(line for scan in host.readings.logs for line in _scan_text(scan, signature))
 
 
-def render_grep(report: SweepReport, signature: str) -> str:
-    """Matches of ``signature`` host by host, hosts with identical output folded into one block."""
-    groups: dict[str, list[str]] = {}
-    for host in report.hosts:
-        groups.setdefault(_host_text(host, signature), []).append(host.host)
+def render_grep(report: SweepReport, signature: str, *, width: int = 160, fold: bool = True) -> str:
+    """Matches of ``signature`` host by host, hosts with identical output folded into one block (each
+    host's own name and address taken out first, so that 50 dead hosts are one block), every line within
+    ``width`` columns (a long log line continues on the next, indented)."""
+    # Escaped before the lines are cut to the width: log lines and errors come from the nodes.
+    own = {h.host: safe_lines(_host_text(h, signature)) for h in report.hosts}
     out = []
-    for text, names in groups.items():
-        heading = f"{_label(names)} ({len(names)} host{'s' if len(names) != 1 else ''})"
-        out += ["-" * len(heading), heading, "-" * len(heading), text]
-    return safe_lines("\n".join(out))  # log lines and errors come from the nodes
+    for names, text in group_hosts(((h.host, generic(own[h.host], h)) for h in report.hosts), fold=fold):
+        heading = safe_lines(f"{host_label(names)} ({len(names)} host{'s' if len(names) != 1 else ''})")
+        rule = "-" * min(len(heading), width)
+        out += [rule, *wrap("", heading, width), rule]
+        for line in shown(own[names[0]], text, names).splitlines():
+            indent = len(line) - len(line.lstrip(" "))
+            out += wrap(" " * indent, line.lstrip(" "), width)
+    return "\n".join(out)
 
 
 def grep_exit_code(report: SweepReport, signature: str) -> int:
