@@ -184,14 +184,16 @@ def _until_stopped(output: OutputRequest, total: int | None, start: Callable[
 
 
 def terminal_width() -> int:
-    """The report's width: ``COLUMNS`` when set (as ``ls`` and rich read it), else the terminal's width, else
-    (stdout a pipe or a file) :data:`PIPE_WIDTH`, so that scripts and grep get whole lines."""
+    """The report's width: on a terminal, ``COLUMNS`` when set (as ``ls`` and rich read it), else the
+    terminal's own width; to a pipe or a file :data:`PIPE_WIDTH` whatever ``COLUMNS`` says (a stray one in
+    the environment would cut the lines that scripts and grep read)."""
+    if not sys.stdout.isatty():
+        return PIPE_WIDTH
     columns = os.environ.get("COLUMNS", "").strip()
     if columns.isdigit() and int(columns) > 0:
         return max(int(columns), MIN_WIDTH)
-    if sys.stdout.isatty():
-        with contextlib.suppress(OSError):
-            return max(os.get_terminal_size(sys.stdout.fileno()).columns, MIN_WIDTH)
+    with contextlib.suppress(OSError):
+        return max(os.get_terminal_size(sys.stdout.fileno()).columns, MIN_WIDTH)
     return PIPE_WIDTH
 
 
