@@ -84,6 +84,6 @@ def render_inventory(rows: Sequence[Mapping[str, object]], *, width: int = 160, 
     left_out = [columns[p].header for p in range(len(used)) if p not in shown]
     if left_out:
         console.print(safe_text(f"(not shown at {width} columns: {', '.join(left_out)})"))
-    folded = f", {len(table_rows)} rows" if len(table_rows) != len(rows) else ""
+    folded = f", {len(table_rows)} row{'' if len(table_rows) == 1 else 's'}" if len(table_rows) != len(rows) else ""
     console.print(safe_text(f"{hosts_count(len(rows))}{folded}"))
     return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())

@@ -85,7 +85,8 @@ class SweepProgress:
         if self.total and width >= _BAR_CELLS + 40:  # the bar only where the numbers still fit beside it
             filled = round(_BAR_CELLS * done / self.total)
             first = "━" * filled + "╺" * (_BAR_CELLS - filled) + "  " + first
-        slow = sorted(((now - t, name) for name, t in in_flight.items() if now - t >= SLOW_AFTER_S), reverse=True)
+        slow = sorted(((now - t, name) for name, t in in_flight.items() if now - t >= SLOW_AFTER_S),
+                      key=lambda waited: (-waited[0], waited[1]))
         out = [first]
         if slow:
             named = ", ".join(f"{safe(name)} {s:.0f} s" for s, name in slow[:SLOWEST_SHOWN])

@@ -199,7 +199,7 @@ def _columns(name_width: int, pcie_matters: bool) -> tuple[Column, ...]:
     its maximum makes PCIe matter."""
     priority = {"host": 100, "gpu": 100, "util %": 90, "power": 85, "reasons": 70, "name": 60, "SM clock": 50,
                 "temp °C": 40, "mem %": 35, "PCIe": 75 if pcie_matters else 20, "cc/SM": 10}
-    fold_to = {"host": 20, "name": name_width, "reasons": 12}
+    fold_to = {"host": 20, "name": name_width, "reasons": 14}  # "sw_power_cap," whole
     return tuple(Column(header=h, priority=priority[h], fold_to=fold_to.get(h)) for h in COLUMNS)
 
 
