@@ -26,7 +26,7 @@ from gpudiag.report.columns import Column, allot, fit, total
 from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
 from gpudiag.report.findings_section import SEVERITY_TAGS, findings_section, most_serious_first
 from gpudiag.report.fold import counted_label, generic, group_hosts, host_label, index_ranges, shown
-from gpudiag.report.terminal import safe, safe_text
+from gpudiag.report.terminal import safe, safe_text, trimmed_lines
 
 MISSING = "-"  # a cell whose reading was not reported
 
@@ -365,7 +365,7 @@ def render_table(report: SweepReport, *, width: int = 160, color: bool = False, 
     for renderable in summary[-1:] if findings_only else summary:
         console.print(renderable)
     # rich pads every line to the console width; the padding is noise in a terminal and in golden files.
-    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+    return trimmed_lines(buffer.getvalue())
 
 
 def render_summary_line(report: SweepReport) -> str:

@@ -13,6 +13,7 @@ from gpudiag.report.history_table import render_gpu_rows
 from gpudiag.report.inventory_table import hosts_count, log_text, render_inventory
 from gpudiag.report.live import render_watch
 from gpudiag.report.table import render_table
+from gpudiag.report.terminal import trimmed_lines
 
 LONG_NAME = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
 
@@ -109,3 +110,10 @@ def test_inventory_cells_and_count() -> None:
     assert (hosts_count(1), hosts_count(2)) == ("1 host", "2 hosts")
     rows = [{"name": f"n{i}", "target": f"n{i}", "user": "u", "logs": [{"path": "/l"}]} for i in range(3)]
     assert render_inventory(rows, width=80).splitlines()[-1] == "3 hosts, 1 row"
+
+
+def test_no_trailing_blanks_even_among_colour_codes() -> None:
+    text = render_table(_cluster(), width=80, color=True)
+
+    assert not any(line.endswith(" ") or line.replace("\x1b[0m", "").endswith(" ") for line in text.splitlines())
+    assert trimmed_lines("a  \x1b[1m  \x1b[0m\nb \n") == "a\x1b[0m\nb\n"
