@@ -1,10 +1,12 @@
-"""The sweep as a terminal table (rich): one row per GPU, the findings by host, a cluster summary.
+"""The sweep as a terminal table (rich): one row per GPU, the hosts without GPUs, the findings by host
+(:mod:`gpudiag.report.findings_section`), a cluster summary; in the width it is given (the CLI gives the
+terminal's), the columns that matter least left out first (:mod:`gpudiag.report.columns`).
 
-Hosts whose rows read the same (same cells after rounding, same finding codes and severities) are folded
-into one block labelled with a host range ("gpu[01-03]"), as ``clush -b`` folds identical output; hosts whose
-findings read the same are folded the same way. rich is imported here and by the other terminal renderers
-(``live.py``, ``inventory_table.py``) only: ruff's banned-api rule (pyproject.toml). Everything returns text;
-nothing prints.
+Folded as ``clush -b`` folds identical output (:mod:`gpudiag.report.fold`; ``fold=False`` shows every row):
+hosts whose rows read the same (same cells after rounding, same finding codes and severities) are one block
+under a host range ("gpu[01-03]"), GPUs of a host that read the same one row ("0-7"), hosts without GPUs
+that say the same (their own name and address taken out) one line. rich is imported by the terminal
+renderers only: ruff's banned-api rule (pyproject.toml). Everything returns text; nothing prints.
 """
 
 from __future__ import annotations
