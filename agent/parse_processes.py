@@ -34,7 +34,8 @@ def _process(gpu: int, listed: Mapping[str, Any], info: Mapping[str, Any]) -> Gp
         return None
     container = mapping(info.get("container"))
     runtime, ident = short(container.get("runtime"), 40), short(container.get("id"), 64)
-    unreadable = tuple((str(k)[:40], short(v, 200) or "") for k, v in list(mapping(info.get("unreadable")).items())[:16])
+    unreadable = tuple((str(k)[:40], short(v, 200) or "")
+                       for k, v in list(mapping(info.get("unreadable")).items())[:16])
     cmdline = [short(a, ARG_CHARS) or "" for a in items(info.get("cmdline"))[:MAX_ARGS]]
     uid = integer(info.get("uid"))
     used = seconds(listed.get("used_memory_mib"))
@@ -89,7 +90,7 @@ def with_gpm(gpus: tuple[GpuReading, ...], gpm: Mapping[str, Any]) -> tuple[GpuR
         elif "why" in entry:
             out.append(dataclasses.replace(gpu, sm_activity_unavailable=short(entry.get("why"), 200)))
         else:
-            values = {name: _pct(entry.get(name)) for name, _ in METRICS}
+            values: dict[str, Any] = {name: _pct(entry.get(name)) for name, _ in METRICS}
             out.append(dataclasses.replace(gpu, **values, sm_activity_from=GPM_FROM
                                            if values["sm_active_pct"] is not None else None))
     return tuple(out)

@@ -94,8 +94,8 @@ def eager_decode(torch, dev, layers: int = 6, width: int = 768, heads: int = 12,
         return torch.randn(*shape, device=dev, dtype=dt) * 0.02
 
     emb, head = w(vocab, width), w(vocab, width)
-    blocks = [dict(qkv=w(3 * width, width), proj=w(width, width), up=w(4 * width, width),
-                   down=w(width, 4 * width)) for _ in range(layers)]
+    blocks = [{"qkv": w(3 * width, width), "proj": w(width, width), "up": w(4 * width, width),
+                   "down": w(width, 4 * width)} for _ in range(layers)]
     hd = width // heads
     cache_k = torch.zeros(layers, heads, context, hd, device=dev, dtype=dt)
     cache_v = torch.zeros_like(cache_k)

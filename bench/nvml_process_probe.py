@@ -116,9 +116,9 @@ def window(h) -> dict:
     out["util_mem_power"] = utils
     out["gpm"] = (attempt(gpm_metrics, h, s1, s2) if not isinstance(s1, dict) and not isinstance(s2, dict)
                   else {"s1": s1, "s2": s2})
-    out["proc_util_v1"] = attempt(lambda: [dict(pid=s.pid, sm=s.smUtil, mem=s.memUtil, enc=s.encUtil, ts=s.timeStamp)
+    out["proc_util_v1"] = attempt(lambda: [{"pid": s.pid, "sm": s.smUtil, "mem": s.memUtil, "ts": s.timeStamp}
                                            for s in nv.nvmlDeviceGetProcessUtilization(h, ts)])
-    out["proc_util_info"] = attempt(lambda: [dict(pid=s.pid, sm=s.smUtil, mem=s.memUtil, ts=s.timeStamp)
+    out["proc_util_info"] = attempt(lambda: [{"pid": s.pid, "sm": s.smUtil, "mem": s.memUtil, "ts": s.timeStamp}
                                              for s in nv.nvmlDeviceGetProcessesUtilizationInfo(h, ts)])
     out["procs"] = {}
     for pid, _ in pids if isinstance(pids, list) else ():

@@ -33,7 +33,7 @@ def begin(nv, handle):
     try:
         support = nv.nvmlGpmQueryDeviceSupport(handle)
     except Exception as exc:  # NotSupported, FunctionNotFound (an older driver)
-        raise Unavailable("nvmlGpmQueryDeviceSupport: " + _why(exc))
+        raise Unavailable("nvmlGpmQueryDeviceSupport: " + _why(exc)) from exc
     if not support.isSupportedDevice:
         raise Unavailable("the GPU does not support GPM (Hopper and newer do)")
     try:
@@ -47,7 +47,7 @@ def begin(nv, handle):
         nv.nvmlGpmSampleGet(handle, sample)
     except Exception as exc:
         nv.nvmlGpmSampleFree(sample)
-        raise Unavailable("nvmlGpmSampleGet: " + _why(exc))
+        raise Unavailable("nvmlGpmSampleGet: " + _why(exc)) from exc
     return sample
 
 
@@ -70,7 +70,7 @@ def end(nv, handle, first):
             out[name] = round(metric.value, 2) if metric.nvmlReturn == 0 else None
         return out
     except Exception as exc:
-        raise Unavailable(_why(exc))
+        raise Unavailable(_why(exc)) from exc
     finally:
         for sample in (first, second):
             try:

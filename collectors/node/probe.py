@@ -381,28 +381,40 @@ def _finish_logs(doc, sources, started):
     doc["logs"] = done
 
 
-def _watcher(doc):
+def _processes_module():
     try:
+        import gpudiag_processes as processes  # inside the collector bundle
+    except ImportError:  # imported from the installed package (tests, gpudiag local)
+        from . import processes
+    return processes
+
+
+class _Watcher(object):
+    """processes.Watcher, imported only when a GPU has processes: an idle node pays nothing for it."""
+
+    def __init__(self, doc):
+        self.doc = doc
+        self.watcher = None
+        self.t0 = None
+
+    def start(self, per_gpu):
         try:
-            import gpudiag_processes as processes
-        except ImportError:
-            from . import processes
-        return processes.Watcher()
-    except Exception as exc:  # who is on the GPU enriches the verdict; it must not cost the readings
-        doc["problems"].append("processes: %s: %s" % (type(exc).__name__, exc))
-        return None
+            self.watcher = _processes_module().Watcher()
+            self.watcher.start(per_gpu)
+            self.t0 = self.watcher.t0
+        except Exception as exc:  # who is on the GPU enriches the verdict; it must not cost the readings
+            self.doc["problems"].append("processes: %s: %s" % (type(exc).__name__, exc))
+
+    def finish(self):
+        return self.watcher.finish()
 
 
 def scan_server_logs(doc, discover, call_timeout_s):
     """The logs of the inference servers on the GPUs, found through their stdout and stderr (``discover``:
     {"servers": [{"server", "regex"}], "source": a log source without its path}), scanned like configured
     logs, each with ``found``: the process and descriptor it was found through."""
-    try:
-        import gpudiag_processes as processes
-    except ImportError:
-        from . import processes
-    found = processes.server_logs(doc["processes"], discover.get("servers"))
-    configured = set(s.get("path") for s in doc.get("logs") or ())
+    found = _processes_module().server_logs(doc["processes"], discover.get("servers"))
+    configured = {s.get("path") for s in doc.get("logs") or ()}
     found = [(path, how) for path, how in found if path not in configured]
     if not found:
         return
@@ -472,7 +484,7 @@ def collect_round(config, kept):
         doc["context"] = dict(kept["context"])
     elif config.get("context"):
         extras.append(_in_thread(doc, lambda: collect_context(doc, call_timeout_s, with_topology=gate is None)))
-    watcher = _watcher(doc) if config.get("gpus", True) and config.get("processes", True) else None
+    watcher = _Watcher(doc) if config.get("gpus", True) and config.get("processes", True) else None
     if not config.get("gpus", True):
         doc["nvidia_smi"] = {"path": None, "status": "skipped"}
     elif source == "nvidia-smi" or not collect_nvml(doc, samples, interval_s, watcher):
