@@ -73,8 +73,6 @@ def parse_processes(doc: Mapping[str, Any], nvml: Mapping[str, Any],
             row = _process(gpu, entry, mapping(procs.get(str(entry.get("pid")))))
             if row is not None:
                 rows.append(row)
-    if not rows and not found:
-        return {}
     rows.sort(key=lambda p: (p.gpu, p.pid))
     return {"processes": tuple(rows), "processes_from": short(doc.get("processes_from"), 20),
             "processes_user": short(found.get("user"), 64)}
