@@ -118,8 +118,9 @@ def describe(pid, me, root=None):
     except (OSError, ValueError, IndexError) as exc:
         why.denied("user", exc)
     try:
-        out["cmdline"], cut = _argv(_read(os.path.join(base, "cmdline"), MAX_CMDLINE_BYTES))
-        if cut:
+        raw = _read(os.path.join(base, "cmdline"), MAX_CMDLINE_BYTES)
+        out["cmdline"], cut = _argv(raw)
+        if cut or len(raw) >= MAX_CMDLINE_BYTES:
             out["cmdline_cut"] = True
     except OSError as exc:
         why.denied("cmdline", exc)
