@@ -86,4 +86,15 @@ def process_lines(readings: NodeReadings) -> tuple[tuple[str, str], ...]:
         main = readings.main_process(gpu.index)
         if main is not None:
             by_text.setdefault(process_text(main, len(readings.processes_on(gpu.index)) - 1), []).append(gpu.index)
-    return tuple((f"gpu {','.join(map(str, gpus))}", text) for text, gpus in by_text.items())
+    return tuple((f"gpu {_ranges(gpus)}", text) for text, gpus in by_text.items())
+
+
+def _ranges(indexes: list[int]) -> str:
+    """[0, 1, 2, 3, 5] → "0-3,5"."""
+    runs: list[list[int]] = []
+    for i in sorted(indexes):
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ",".join(map(str, r)) for r in runs)

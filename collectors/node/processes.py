@@ -43,7 +43,7 @@ def user_name(uid):
         import pwd
         return pwd.getpwuid(uid).pw_name
     except (ImportError, KeyError):
-        return str(uid)
+        return "uid %d" % uid  # no name for it here (a container's user): the number, never a guess
 
 
 def _read(path, limit):
