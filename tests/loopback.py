@@ -65,6 +65,7 @@ SCENARIO_ADDRESSES: Mapping[str, str] = {
     "127.0.0.15": "ecc",
     "127.0.0.16": NO_NVIDIA_SMI,
     "127.0.0.17": NO_PYTHON,
+    "127.0.0.18": "case_study_server",
 }
 # Healthy nodes beyond the scenario ones, for fan-out tests and benchmarks (env overrides the default).
 EXTRA_HEALTHY_HOSTS = int(os.environ.get("GPUDIAG_TEST_EXTRA_HOSTS", "50"))

@@ -38,7 +38,8 @@ HERE = Path(__file__).resolve().parent
 
 # (host name, scenario): what the demo cluster holds.
 DEMO_NODES: tuple[tuple[str, str], ...] = (
-    ("sglang-glm5", "case_study"),  # the case study: 8x RTX PRO 6000 Blackwell, 100% busy at ~330 of 600 W
+    # the case study: 8x RTX PRO 6000 Blackwell, 100% busy at ~330 of 600 W, its SGLang server on the GPUs
+    ("sglang-glm5", "case_study_server"),
     ("train-h200-01", "healthy"),
     ("infer-h200-02", "bandwidth_bound"),
     ("spare-h200-03", "idle"),

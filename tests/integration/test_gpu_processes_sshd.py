@@ -1,6 +1,6 @@
-"""Who is on the GPU, over a real OpenSSH sshd: the case-study stub node runs an SGLang server (the scenario's
-``processes``: nvidia-smi --query-compute-apps lists it, a fake process table gives its /proc), whose stdout
-is its log. Swept with no ``logs:`` configured, the node finds that log through /proc/PID/fd/1 and scans it
+"""Who is on the GPU, over a real OpenSSH sshd: the case-study-like stub node (scenario ``case_study_server``)
+runs an SGLang server (its ``processes``: nvidia-smi --query-compute-apps lists it, a fake process table gives
+its /proc), whose stdout is its log. Swept with no ``logs:`` configured, the node finds that log through /proc/PID/fd/1 and scans it
 with the SGLang packs in the same collector run; LOG_EXPECTED_ABSENT fires as in the case study."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def sweep_one(host, options: SweepOptions) -> HostReport:  # type: ignore[no-unt
 
 @pytest.mark.parametrize("source", ["auto", "nvidia-smi"])
 def test_case_study_node_gets_its_log_found_by_itself(sshd_cluster, source: str) -> None:  # type: ignore[no-untyped-def]
-    (case,) = sshd_cluster.hosts("case_study")
+    (case,) = sshd_cluster.hosts("case_study_server")
     assert case.logs == ()
     options = SweepOptions(samples=2, interval_s=0.1, deadline_s=30.0, settings=CheckSettings(), source=source)
     host = sweep_one(case, options)

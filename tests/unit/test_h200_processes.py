@@ -18,6 +18,7 @@ from gpudiag.checks import CheckSettings, evaluate
 from gpudiag.logs.plan import build_plans
 from gpudiag.model import Host, HostStatus, NodeReadings
 from gpudiag.parse import parse_probe
+from gpudiag.report.json_codec import decode, encode
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200_580.159_processes"
 S = CheckSettings()
@@ -121,6 +122,12 @@ def test_server_log_found_by_itself_and_read_with_its_packs() -> None:
     codes = [f.code for f in evaluate("h200", HostStatus.OK, None, readings, S, plan)]
     assert codes == ["HOST_BOUND", "LOG_EXPECTED_ABSENT"]
     assert readings.processes[0].program == "sglang"
+
+
+def test_processes_and_gpm_survive_the_json_report() -> None:
+    readings = node("spin")
+    back = decode(NodeReadings, json.loads(json.dumps(encode(readings))))
+    assert back.processes == readings.processes and back.gpus == readings.gpus
 
 
 def test_a_user_who_cannot_read_the_process_is_told_so() -> None:
