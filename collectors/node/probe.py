@@ -313,10 +313,10 @@ class _Lines(object):
             data = data[os.write(self.fd, data):]
 
 
-def _start_logs(doc, sources, call_timeout_s):
+def _start_logs(doc, sources, call_timeout_s, share_s=None):
     """Start the log scan in a child process with its own share of the deadline: a regex that never ends
     or a read that blocks costs that child, which is ended at the deadline, never the GPU readings."""
-    share_s = max(1.0, LOG_SHARE * call_timeout_s)
+    share_s = max(1.0, LOG_SHARE * call_timeout_s) if share_s is None else share_s
     deadline = time.monotonic() + share_s
     _logscan()  # imported before the fork, so the child needs no import lock
     read_fd, write_fd = os.pipe()
@@ -409,7 +409,7 @@ class _Watcher(object):
         return self.watcher.finish()
 
 
-def scan_server_logs(doc, discover, call_timeout_s):
+def scan_server_logs(doc, discover, call_timeout_s, started):
     """The logs of the inference servers on the GPUs, found through their stdout and stderr (``discover``:
     {"servers": [{"server", "regex"}], "source": a log source without its path}), scanned like configured
     logs, each with ``found``: the process and descriptor it was found through."""
@@ -418,9 +418,16 @@ def scan_server_logs(doc, discover, call_timeout_s):
     found = [(path, how) for path, how in found if path not in configured]
     if not found:
         return
+    # What is left of the logs' share of the deadline (the configured logs may have used some): the GPU
+    # readings must come back within the deadline whatever the logs cost.
+    left_s = LOG_SHARE * call_timeout_s - (time.monotonic() - started)
+    if left_s < 1.0:
+        doc["problems"].append("the logs of %d server(s) found on the GPUs were not scanned: no time left in "
+                               "the logs' share of the deadline" % len(found))
+        return
     sources = [dict(discover.get("source") or {}, path=path) for path, _ in found]
     scratch = {"problems": doc["problems"]}
-    _finish_logs(scratch, sources, _start_logs(scratch, sources, call_timeout_s))
+    _finish_logs(scratch, sources, _start_logs(scratch, sources, call_timeout_s, left_s))
     for item, (_, how) in zip(scratch.get("logs", []), found):
         item["found"] = how
     doc.setdefault("logs", []).extend(scratch.get("logs", []))
@@ -471,6 +478,7 @@ def collect_round(config, kept):
     interval_s = max(0.0, float(config.get("interval_s", 0.5)))
     call_timeout_s = float(config.get("call_timeout_s", 60.0))
     source = config.get("source", "auto")
+    started = time.monotonic()
     doc = new_document()
     # First, while this process has no other thread: the log scan forks (see _start_logs).
     logs = _start_logs(doc, config["logs"], call_timeout_s) if config.get("logs") else None
@@ -497,7 +505,7 @@ def collect_round(config, kept):
     if logs is not None:
         _finish_logs(doc, config["logs"], logs)
     if config.get("discover_logs") and isinstance(doc.get("processes"), dict):
-        scan_server_logs(doc, config["discover_logs"], call_timeout_s)
+        scan_server_logs(doc, config["discover_logs"], call_timeout_s, started)
     if isinstance(doc.get("context"), dict):
         kept.setdefault("context", dict(doc["context"]))
     if gate is not None and isinstance(doc.get("context"), dict):

@@ -7,15 +7,20 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from builders import gpu, node
+from test_nvml_reader import fake_pynvml
 
 from gpudiag.checks import CheckSettings, evaluate
 from gpudiag.checks.context import NodeFacts
 from gpudiag.checks.gpu import busy_low_power, host_bound
 from gpudiag.checks.peers import odd_gpu_out
 from gpudiag.collectors.node import processes
+from gpudiag.collectors.node.gpm import METRICS
+from gpudiag.collectors.node.nvml import collect
 from gpudiag.model import GpuProcess, HostStatus, NodeReadings
 from gpudiag.parse import parse_probe
 from gpudiag.parse_processes import parse_processes
@@ -191,3 +196,53 @@ def test_gpm_reaches_the_readings_through_the_parser() -> None:
     g0, g1 = parse_probe(doc).gpus
     assert (g0.sm_active_pct, g0.sm_activity_from) == (0.76, "nvml gpm")
     assert (g1.sm_active_pct, g1.sm_activity_unavailable) == (None, "MIG is enabled")
+
+
+def nvml_with_processes(*, gpm_supported: bool = True) -> tuple[Any, list[tuple[str, int]]]:
+    """The reader's fake NVML (test_nvml_reader) with this test's own process on GPU 0 and GPM on every GPU;
+    the GPM calls are logged."""
+    nv = fake_pynvml(count=2)
+    calls: list[tuple[str, int]] = []
+    me = os.getpid()
+    nv.nvmlDeviceGetComputeRunningProcesses = (  # type: ignore[attr-defined]
+        lambda h: [SimpleNamespace(pid=me, usedGpuMemory=2 * 2**30)] if h == 0 else [])
+    nv.nvmlDeviceGetProcessUtilization = (  # type: ignore[attr-defined]
+        lambda h, ts: [SimpleNamespace(pid=me, smUtil=30), SimpleNamespace(pid=me, smUtil=40)])
+    nv.nvmlGpmQueryDeviceSupport = lambda h: SimpleNamespace(isSupportedDevice=int(gpm_supported))  # type: ignore[attr-defined]
+    nv.nvmlGpmSampleAlloc = lambda: object()  # type: ignore[attr-defined]
+    nv.nvmlGpmSampleFree = lambda s: None  # type: ignore[attr-defined]
+    nv.nvmlGpmSampleGet = lambda h, s: calls.append(("sample", h))  # type: ignore[attr-defined]
+    nv.NVML_GPM_METRICS_GET_VERSION = 1  # type: ignore[attr-defined]
+    for i, (_, constant) in enumerate(METRICS):
+        setattr(nv, constant, i + 1)
+
+    class MetricsGet:
+        def __init__(self) -> None:
+            self.metrics = [SimpleNamespace(metricId=0, nvmlReturn=0, value=0.0) for _ in range(8)]
+
+    def metrics_get(request: Any) -> Any:
+        for m in request.metrics:
+            m.value = {1: 0.76, 2: 0.01, 3: 0.0, 4: 0.0}.get(m.metricId, 0.0)
+        return request
+
+    nv.c_nvmlGpmMetricsGet_t = MetricsGet  # type: ignore[attr-defined]
+    nv.nvmlGpmMetricsGet = metrics_get  # type: ignore[attr-defined]
+    return nv, calls
+
+
+def test_nvml_reads_processes_and_gpm_only_for_gpus_with_processes() -> None:
+    nv, calls = nvml_with_processes()
+    watcher = processes.Watcher()
+    out = collect(nv, 2, 0.05, watcher)
+    assert calls == [("sample", 0), ("sample", 0)]  # GPU 1 has no process: no GPM there
+    assert out["processes"] == {"0": [{"pid": os.getpid(), "used_memory_mib": 2048.0, "sm_util_pct": 30}]}
+    assert out["gpm"] == {"0": {"sm_active_pct": 0.76, "sm_occupancy_pct": 0.01, "tensor_active_pct": 0.0,
+                                "dram_active_pct": 0.0}}
+    procs = watcher.finish()["procs"][str(os.getpid())]
+    assert procs["cmdline"] and procs["cpu_pct"] is not None and procs["user"]
+
+
+def test_gpm_unsupported_says_why() -> None:
+    nv, calls = nvml_with_processes(gpm_supported=False)
+    out = collect(nv, 2, 0.0, None)
+    assert calls == [] and out["gpm"] == {"0": {"why": "the GPU does not support GPM (Hopper and newer do)"}}
