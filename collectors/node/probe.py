@@ -414,8 +414,10 @@ def scan_server_logs(doc, discover, call_timeout_s, started):
     {"servers": [{"server", "regex"}], "source": a log source without its path}), scanned like configured
     logs, each with ``found``: the process and descriptor it was found through."""
     found = _processes_module().server_logs(doc["processes"], discover.get("servers"))
-    configured = {s.get("path") for s in doc.get("logs") or ()}
-    found = [(path, how) for path, how in found if path not in configured]
+    # A log the inventory names is not scanned twice ("resolved": its path with "~" expanded, on the node).
+    configured = {os.path.realpath(s.get("resolved") or os.path.expanduser(s["path"]))
+                  for s in doc.get("logs") or () if isinstance(s.get("path"), str)}
+    found = [(path, how) for path, how in found if os.path.realpath(path) not in configured]
     if not found:
         return
     # What is left of the logs' share of the deadline (the configured logs may have used some): the GPU

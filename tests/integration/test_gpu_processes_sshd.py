@@ -1,11 +1,13 @@
 """Who is on the GPU, over a real OpenSSH sshd: the case-study-like stub node (scenario ``case_study_server``)
 runs an SGLang server (its ``processes``: nvidia-smi --query-compute-apps lists it, a fake process table gives
-its /proc), whose stdout is its log. Swept with no ``logs:`` configured, the node finds that log through /proc/PID/fd/1 and scans it
-with the SGLang packs in the same collector run; LOG_EXPECTED_ABSENT fires as in the case study."""
+its /proc), whose stdout is its log. Swept with no ``logs:`` configured, the node finds that log through
+/proc/PID/fd/1 and scans it with the SGLang packs in the same collector run; LOG_EXPECTED_ABSENT fires as in
+the case study."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 
 import pytest
@@ -55,3 +57,14 @@ def test_a_node_without_processes_reads_no_proc(sshd_cluster) -> None:  # type: 
     (healthy,) = sshd_cluster.hosts("healthy")
     host = sweep_one(healthy, SweepOptions(samples=1, interval_s=0.0, deadline_s=30.0, settings=CheckSettings()))
     assert host.readings is not None and host.readings.processes == () and host.readings.logs == ()
+
+
+def test_a_configured_server_log_is_not_scanned_twice(sshd_cluster) -> None:  # type: ignore[no-untyped-def]
+    (case,) = sshd_cluster.hosts("case_study_server")
+    log = sshd_cluster.state_dir.parent / "node" / "sglang-glm5.log"  # where the stub's server writes
+    configured = dataclasses.replace(case, logs=(str(log),))
+    host = sweep_one(configured, SweepOptions(samples=1, interval_s=0.0, deadline_s=30.0, settings=CheckSettings()))
+    assert host.readings is not None
+    (scan,) = host.readings.logs
+    assert scan.found_from is None and scan.resolved == str(log)
+    assert [f.code for f in host.findings].count("LOG_EXPECTED_ABSENT") == 1
