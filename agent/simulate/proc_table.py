@@ -15,7 +15,7 @@ with ``GPUDIAG_PROC_ROOT`` (the demo's and the test cluster's nodes only; a real
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ def scenario_processes(name: str, folder: Path = SCENARIOS) -> list[dict[str, An
     return scenario_processes(data["extends"], folder) if data.get("extends") else []
 
 
-def write_proc_table(root: Path, processes: list[Mapping[str, Any]], logs: Path) -> Path:
+def write_proc_table(root: Path, processes: Sequence[Mapping[str, Any]], logs: Path) -> Path:
     """Write ``processes`` under ``root``; a process's ``stdout`` names a file in ``logs``. Returns ``root``."""
     for p in processes:
         folder = root / str(p["pid"])
