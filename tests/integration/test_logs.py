@@ -68,9 +68,7 @@ def test_the_case_study_end_to_end(sshd_cluster, tmp_path: Path) -> None:  # typ
                      "severity: warning, meaning: autotune mentioned, action: none}\n")
     (case,) = sshd_cluster.hosts("case_study")
     case = dataclasses.replace(case, logs=(str(log),))
-    # The stub's SGLang process writes its own log, which the node would find by itself
-    # (test_gpu_processes_sshd.py): here only the configured copy is scanned.
-    options = dataclasses.replace(FAST, logs=LogOptions(pack_files=(str(naive),), discover=False))
+    options = dataclasses.replace(FAST, logs=LogOptions(pack_files=(str(naive),)))
     host = only(run_sweep([case], options))
 
     assert host.status is HostStatus.OK and host.readings is not None
