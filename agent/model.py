@@ -240,11 +240,14 @@ class GpuReading:
     energy_power_w: float | None = None  # exact average over the window, from NVML's total-energy counter
     lost: bool = False  # the driver answered for other GPUs but not this one
     failed_readings: tuple[tuple[str, str], ...] = ()
-    # DCGM profiling (dcgmi dmon fields 1002-1005), medians in percent; None where DCGM is not available.
+    # What the SMs did over the window, in percent: from NVML's GPM metrics (Hopper and newer, read for GPUs
+    # that have processes) or DCGM profiling (dcgmi dmon fields 1002-1005, medians); None where neither is.
     sm_active_pct: float | None = None
     sm_occupancy_pct: float | None = None
     tensor_active_pct: float | None = None
     dram_active_pct: float | None = None
+    sm_activity_from: str | None = None  # "nvml gpm" or "dcgm"
+    sm_activity_unavailable: str | None = None  # why GPM gave none for this GPU ("not supported", MIG...)
     samples: tuple[GpuSample, ...] = ()
 
     @property
@@ -350,6 +353,9 @@ class LogScan:
     notes: tuple[str, ...] = ()
     matches: tuple[LogMatch, ...] = ()
     facts: tuple[ServerFacts, ...] = ()
+    # Not configured but found through a GPU process: "stdout of pid 4312 (SGLang, /proc/4312/fd/1)"
+    found_from: str | None = None
+    found_server: str | None = None  # the server whose command line matched ("SGLang")
 
     def found(self, signature: str) -> tuple[LogMatch, ...]:
         """The matches of ``signature`` (several for a ``group_by`` signature)."""
@@ -446,6 +452,52 @@ VM_DMI_NAMES = ("kvm", "qemu", "vmware", "virtualbox", "xen", "bochs", "parallel
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GpuProcess:
+    """One process on one GPU (a process on several GPUs appears once per GPU): what NVML or nvidia-smi
+    list, and what ``/proc`` told the collector's user. A field it could not read is None and named in
+    ``unreadable`` with why ("not readable as user alice"); None without a reason: not reported."""
+
+    gpu: int
+    pid: int
+    used_memory_mib: float | None = None
+    sm_utilization_pct: float | None = None  # NVML's per-process SM utilization over the window
+    user: str | None = None
+    command: tuple[str, ...] = ()  # the command line, cut to a bound
+    command_cut: bool = False
+    cpu_pct: float | None = None  # CPU used over the window, in percent of one core (200: two cores)
+    container: str | None = None  # "docker 3f2a9c1b0e4d", "k8s pod 0c4f…"
+    job_id: str | None = None  # Slurm job id
+    job_id_from: str | None = None  # "cgroup" or "environ"
+    stdout: str | None = None  # where fd 1 points
+    stderr: str | None = None
+    unreadable: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def program(self) -> str:
+        """A short name: the module of ``python -m sglang.launch_server`` (sglang), the script a Python runs,
+        else the executable's base name."""
+        args = list(self.command)
+        if not args:
+            return "?"
+        first = args[0].rsplit("/", 1)[-1]
+        if first.startswith("python"):
+            rest = args[1:]
+            while rest and rest[0].startswith("-") and rest[0] != "-m":
+                rest = rest[1:]
+            if len(rest) >= 2 and rest[0] == "-m":
+                return rest[1].split(".")[0]
+            if rest:
+                return rest[0].rsplit("/", 1)[-1]
+        return first
+
+    @property
+    def label(self) -> str:
+        """ "pid 4312 sglang (job 81723)"."""
+        job = f" (job {self.job_id})" if self.job_id else ""
+        return f"pid {self.pid} {self.program}{job}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NodeReadings:
     """Everything one node told us, parsed from the collector's JSON document."""
 
@@ -469,6 +521,17 @@ class NodeReadings:
     problems: tuple[str, ...] = ()  # things the collector could not do, in words
     logs: tuple[LogScan, ...] = ()  # the log sources scanned, in the order configured
     context: NodeContext | None = None  # topology and virtualization; None: not collected
+    processes: tuple[GpuProcess, ...] = ()  # every process on every GPU, by GPU then pid
+    processes_from: str | None = None  # "nvml" or "nvidia-smi"; None: not read
+    processes_user: str | None = None  # the user /proc was read as
+
+    def processes_on(self, gpu: int) -> tuple[GpuProcess, ...]:
+        return tuple(p for p in self.processes if p.gpu == gpu)
+
+    def main_process(self, gpu: int) -> GpuProcess | None:
+        """The process that matters most on ``gpu``: the one holding the most GPU memory, then the busiest."""
+        procs = self.processes_on(gpu)
+        return max(procs, key=lambda p: (p.used_memory_mib or 0.0, p.cpu_pct or 0.0), default=None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

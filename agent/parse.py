@@ -26,6 +26,7 @@ from gpudiag.collectors.node.readings import BY_NAME, PER_SAMPLE, READINGS, Read
 from gpudiag.logs.plan import LogPlan
 from gpudiag.model import PROBE_SCHEMA, GpuReading, GpuSample, NodeReadings, SmiStatus
 from gpudiag.parse_logs import parse_context, parse_logs
+from gpudiag.parse_processes import parse_processes, with_gpm
 from gpudiag.untrusted import MAX_INT, Claims, items, mapping, seconds, short, text
 
 
@@ -249,7 +250,8 @@ def _parse_probe(doc: Mapping[str, Any], claims: Claims, *, output_truncated: bo
                               "output_truncated": output_truncated, "problems": problems,
                               "nvml_unavailable": short(doc.get("nvml_unavailable"), 500),
                               "logs": parse_logs(doc.get("logs"), log_plan, claims),
-                              "context": parse_context(doc.get("context"))}
+                              "context": parse_context(doc.get("context")),
+                              **parse_processes(doc, mapping(doc.get("nvml")), claims)}
     if doc.get("source") == "nvml" and isinstance(doc.get("nvml"), dict):
         return _parse_nvml(doc["nvml"], common, claims)
     if smi.get("status") == "skipped":  # a log search: the GPUs were not read on purpose
@@ -357,7 +359,7 @@ def _parse_nvml(nvml: Mapping[str, Any], common: Mapping[str, Any], claims: Clai
         cuda_version_from="nvml" if cuda else None,
         smi_status=SmiStatus.OK if gpus else SmiStatus.NO_DEVICES,
         smi_message="; ".join(f"GPU {i}: {why}" for i, why in sorted(lost.items()))[:500] or None,
-        gpus=tuple(gpus),
+        gpus=with_gpm(tuple(gpus), mapping(nvml.get("gpm"))),
         sample_count=len(raw_samples),
         window_s=_window(raw_samples),
         **common,
@@ -394,7 +396,8 @@ def with_dcgm(node: NodeReadings, dcgm: Mapping[str, Any]) -> NodeReadings:
     if not dcgm.get("available"):
         return dataclasses.replace(node, dcgm_unavailable=text(dcgm.get("why")) or "not available")
     per_gpu = parse_dcgm(text(dcgm.get("stdout")) or "")
-    found: dict[int, dict[str, Any]] = {index: dict(values) for index, values in per_gpu.items()}
+    found: dict[int, dict[str, Any]] = {index: dict(values, sm_activity_from="dcgm")
+                                        for index, values in per_gpu.items()}
     gpus = tuple(dataclasses.replace(g, **found.get(g.index, {})) for g in node.gpus)
     return dataclasses.replace(node, gpus=gpus)
 

@@ -143,7 +143,21 @@ def parse_log_scan(raw: Mapping[str, Any], plan: LogPlan | None = None, claims: 
         resolved=short(raw.get("resolved"), PATH_CHARS), source=short(raw.get("source")),
         files=texts(raw.get("files"), MAX_LIST, PATH_CHARS), bytes_scanned=_int(raw.get("bytes")) or 0,
         lines=_int(raw.get("lines")) or 0, cut=bool(raw.get("cut")),
-        notes=texts(raw.get("notes"), MAX_LIST, LINE_CHARS), matches=tuple(matches), facts=tuple(facts))
+        notes=texts(raw.get("notes"), MAX_LIST, LINE_CHARS), matches=tuple(matches), facts=tuple(facts),
+        **_found(_mapping(raw.get("found"))))
+
+
+def _found(found: Mapping[str, Any]) -> dict[str, str | None]:
+    """How the node found a log it was not told of: {"pid", "server", "fds", "via"} → found_from (words)."""
+    if not found:
+        return {}
+    fds = [fd for fd in _items(found.get("fds")) if fd in (1, 2)]
+    streams = " and ".join({1: "stdout", 2: "stderr"}[fd] for fd in fds) or "output"
+    server = short(found.get("server"))
+    via = short(found.get("via"), PATH_CHARS)
+    where = ", ".join(p for p in (server, via) if p)
+    return {"found_from": f"{streams} of pid {_int(found.get('pid'))}" + (f" ({where})" if where else ""),
+            "found_server": server}
 
 
 def parse_logs(value: object, plan: LogPlan | None = None, claims: Claims | None = None) -> tuple[LogScan, ...]:

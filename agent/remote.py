@@ -65,7 +65,8 @@ class CollectorCall:
 def collector_call(*, samples: int, interval_s: float, deadline_s: float, source: Source = Source.AUTO,
                    logs: Sequence[Mapping[str, object]] = (), context: bool = False,
                    gpus: bool = True, topology_if: Mapping[str, float] | None = None,
-                   stream: bool = False, idle_s: float | None = None) -> CollectorCall:
+                   stream: bool = False, idle_s: float | None = None,
+                   discover_logs: Mapping[str, object] | None = None, processes: bool = True) -> CollectorCall:
     """Build the remote command that collects ``samples`` readings ``interval_s`` apart.
 
     ``source``: see :class:`Source` (its value as a plain string is accepted too). ``logs``: log sources to scan
@@ -87,6 +88,10 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
                                  "call_timeout_s": max(1.0, deadline_s)}
     if logs:
         config["logs"] = [dict(s) for s in logs]
+    if not processes:  # who is on the GPUs, and GPM (read only for GPUs with processes): off
+        config["processes"] = False
+    if discover_logs and gpus and processes:  # servers' logs found through the GPUs' processes (their stdout, stderr)
+        config["discover_logs"] = dict(discover_logs)
     if context:
         config["context"] = True
         if topology_if is not None:

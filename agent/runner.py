@@ -101,6 +101,7 @@ def collector_command(options: SweepOptions, plan: LogPlan = NO_LOGS) -> RemoteC
     call = collector_call(samples=options.samples, interval_s=options.interval_s, deadline_s=options.deadline_s,
                           source=options.source, logs=plan.node_config(), context=options.context,
                           gpus=options.gpus, stream=options.stream, idle_s=options.idle_s,
+                          discover_logs=plan.discover_config(),
                           topology_if={"busy_pct": options.settings.busy_utilization_pct,
                                        "low_power_pct": options.settings.low_power_pct})
     return RemoteCommand(command=call.command, stdin=call.stdin, deadline_s=options.deadline_s + DEADLINE_GRACE_S,

@@ -6,9 +6,13 @@
 # collector document read with the plain ssh client, gpudiag's JSON report and its table; plus the plain
 # nvidia-smi, its --help-query-gpu and nvidia-smi -q of the machine) and a log.
 #   run: bash bench/device_sweep.sh [WORKLOAD ...]      (default: every workload of gpu_workloads.py)
+# Then (issue 12): an SGLang look-alike (bench/fake_server: the eager decode under `python3 -m
+# sglang.launch_server`, stdout to a file) swept with no logs configured, as root and as a non-root user;
+# and bench/node_cost.py while it runs and while the GPU is idle. EXTRAS=0 skips the watch and tests/gpu runs.
 set -uo pipefail
 OUT=${OUT:-$(mktemp -d)}
-WORKLOADS=${*:-idle spin tiny_graph gemv copy small_gemm gemm}
+WORKLOADS=${*:-idle spin tiny_graph gemv copy small_gemm gemm eager_decode}
+EXTRAS=${EXTRAS:-1}
 CAP=$(mktemp -d)/captures; mkdir -p "$CAP"
 
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
@@ -54,7 +58,7 @@ for w in $WORKLOADS; do
     "${SWEEP[@]}" --format json --save-raw "$d/nvml" > "$d/sweep.json"; echo "exit $?" > "$d/sweep.exit"
     "${SWEEP[@]}" --format json --source nvidia-smi --save-raw "$d/smi" > "$d/sweep_smi.json"
     "${SWEEP[@]}" --samples 3 --interval 0.3 > "$d/sweep.txt"
-    case $w in spin|gemm)
+    case $EXTRAS$w in 1spin|1gemm)
         python3 -m gpudiag.cli local --samples 3 --interval 0.3 > "$d/local.txt"
         # watch over the same SSH: one collector process answers the three refreshes (NVML kept loaded)
         WATCH=("${SWEEP[@]}"); WATCH[3]=watch
@@ -76,8 +80,34 @@ for path in sys.argv[1:]:
                   f"shown {g['power']} sm {g['sm_clock_mhz']}/{g['max_sm_clock_mhz']} "
                   f"reasons {g['clock_event_reasons']} failed {g['failed_readings']}")
         print("  findings", [f["code"] for f in h["findings"]], "exit", doc["summary"]["exit_code"])
+        for f in h["findings"]:
+            print("   ", f["code"], f["summary"][:400])
+        for p in (node.get("processes") or []):
+            print("   process", p["gpu"], p["pid"], p["user"], p["cpu_pct"], p["sm_utilization_pct"], p["job_id"],
+                  " ".join(p["command"])[:80], p["unreadable"])
+        for log in (node.get("logs") or []):
+            print("   log", log["path"], log["status"], log.get("found_from"), [m["signature"] for m in log["matches"]])
 EOF2
     kill $pid; wait $pid 2>/dev/null
 done
+
+# An inference server the packs know, its log found by itself (no logs configured): as root, then as a user.
+d="$CAP/server"; mkdir -p "$d"
+id alice >/dev/null 2>&1 || useradd -m -s /bin/sh alice
+usermod -p '*' alice  # not locked (sshd refuses a locked account), no password: the key logs in
+mkdir -p ~alice/.ssh && cp /root/.ssh/authorized_keys ~alice/.ssh/ && chown -R alice ~alice/.ssh
+PYTHONPATH=bench/fake_server:$PYTHONPATH python3 -m sglang.launch_server --model-path /models/demo --tp-size 1 \
+    > /tmp/sglang_server.log 2>&1 & pid=$!
+sleep 8
+"${SWEEP[@]}" --format json --save-raw "$d/nvml" > "$d/sweep.json"
+"${SWEEP[@]}" --samples 3 --interval 0.3 > "$d/sweep.txt"
+USER_SWEEP=("${SWEEP[@]}"); USER_SWEEP[8]=alice
+"${USER_SWEEP[@]}" --format json --save-raw "$d/as_alice" > "$d/sweep_alice.json"
+COLUMNS=80 "${USER_SWEEP[@]}" > "$d/sweep_alice.txt"
+cat "$d/sweep.txt" "$d/sweep_alice.txt"
+python3 bench/node_cost.py --runs 15 > "$d/node_cost_busy.txt" 2>&1; cat "$d/node_cost_busy.txt"
+kill $pid; wait $pid 2>/dev/null
+sleep 2
+python3 bench/node_cost.py --runs 15 > "$d/node_cost_idle.txt" 2>&1; cat "$d/node_cost_idle.txt"
 kill "$(cat "$S/sshd.pid")"
 tar -C "$(dirname "$CAP")" -czf "$OUT/captures.tar.gz" captures

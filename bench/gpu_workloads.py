@@ -12,6 +12,10 @@ state so a sweep taken while it runs reads that state:
   copy         large device-to-device copies (bandwidth-bound)
   small_gemm   many 256x256 bf16 GEMMs (latency-bound-ish)
   gemm         large 8192^3 bf16 GEMMs (compute-bound, at the power cap)
+  eager_decode a small GPT-like transformer decoding token by token at batch 1 in eager PyTorch, with a KV
+               cache and a greedy ``.item()`` per token: its Python thread is pegged while the GPU is mostly
+               idle between tiny kernels (the host-bound GPU HOST_BOUND must flag). Prints a line per
+               1000 tokens on stdout, like a server's log.
 """
 
 from __future__ import annotations
@@ -73,7 +77,48 @@ def main(workload: str) -> None:
             for _ in range(20):
                 a @ b
             torch.cuda.synchronize()
+    if workload == "eager_decode":
+        eager_decode(torch, dev)
     raise SystemExit(f"unknown workload {workload!r}; see the module docstring")
+
+
+def eager_decode(torch, dev, layers: int = 6, width: int = 768, heads: int = 12, vocab: int = 50257,
+                 context: int = 1024) -> None:
+    """Greedy decode forever: GPT-2-small shapes, bf16, one token at a time, nothing fused or captured."""
+    import math
+
+    f = torch.nn.functional
+    dt = torch.bfloat16
+
+    def w(*shape):
+        return torch.randn(*shape, device=dev, dtype=dt) * 0.02
+
+    emb, head = w(vocab, width), w(vocab, width)
+    blocks = [{"qkv": w(3 * width, width), "proj": w(width, width), "up": w(4 * width, width),
+                   "down": w(width, 4 * width)} for _ in range(layers)]
+    hd = width // heads
+    cache_k = torch.zeros(layers, heads, context, hd, device=dev, dtype=dt)
+    cache_v = torch.zeros_like(cache_k)
+    token, pos, done, start = 0, 0, 0, time.monotonic()
+    with torch.no_grad():
+        while True:
+            x = emb[token].view(1, width)
+            for i, b in enumerate(blocks):
+                h = f.layer_norm(x, (width,))
+                q, k, v = (h @ b["qkv"].t()).view(3, heads, hd).unbind(0)
+                cache_k[i, :, pos] = k
+                cache_v[i, :, pos] = v
+                att = torch.softmax((cache_k[i, :, :pos + 1] @ q.unsqueeze(-1)).squeeze(-1) / math.sqrt(hd), -1)
+                o = (att.unsqueeze(1) @ cache_v[i, :, :pos + 1]).reshape(1, width)
+                x = x + o @ b["proj"].t()
+                x = x + f.gelu(f.layer_norm(x, (width,)) @ b["up"].t()) @ b["down"].t()
+            token = int((f.layer_norm(x, (width,)) @ head.t()).argmax())  # the per-token sync of greedy decode
+            pos = (pos + 1) % context
+            done += 1
+            if done % 1000 == 0:
+                print(f"Decode batch. #running-req: 1, #token: {pos}, token usage: 0.00, cuda graph: False, "
+                      f"gen throughput (token/s): {done / (time.monotonic() - start):.2f}, #queue-req: 0",
+                      flush=True)
 
 
 if __name__ == "__main__":

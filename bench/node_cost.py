@@ -16,7 +16,9 @@ mean CPU (user + system of it and everything it started: sh, timeout, python3, n
 - ``nvidia-smi, gpudiag's fields``: the one query the collector makes when NVML is not there (23 fields);
 - ``nvidia-smi (plain)``: the table whose header carries the CUDA version;
 - ``python3 -I -S -c pass``: the interpreter alone, the collector's floor;
-- ``gpudiag collector``: what ``gpudiag sweep --samples 1`` runs on the node (NVML where it loads, the topology
+- ``gpudiag collector``: what ``gpudiag sweep --samples 1`` runs on the node (its processes, GPM and the logs
+  of inference servers found through them included; then the same without the log discovery, and without
+  reading processes and GPM at all: what that part costs; NVML where it loads, the topology
   only for a starved GPU), and the same with ``--source nvidia-smi``. Its document's ``source`` and
   ``cuda_version_from`` are printed too;
 - ``gpudiag watch, a later round``: what one more refresh of ``gpudiag watch --samples 1`` costs the node once
@@ -52,6 +54,8 @@ sys.path.insert(0, str(REPO / "tests"))  # the loopback sshd cluster (tests/loop
 from loopback import install_fake_bin  # noqa: E402
 
 from gpudiag.collectors.node.probe import FIELDS  # noqa: E402
+from gpudiag.logs.plan import build_plans  # noqa: E402
+from gpudiag.model import Host  # noqa: E402
 from gpudiag.remote import collector_call  # noqa: E402
 from gpudiag.runner import SweepOptions, collector_command  # noqa: E402
 
@@ -142,7 +146,10 @@ def node_costs(env: dict[str, str], runs: int) -> list[NodeCost]:
         raise FileNotFoundError("no nvidia-smi on this PATH")
     python = shutil.which("python3", path=env["PATH"]) or "python3"
     all_fields = ",".join(names[0] for _, names in FIELDS)
-    sweep_one = collector_command(SweepOptions(samples=1, interval_s=0.0))
+    # As a sweep runs it: with the logs of inference servers found through the GPUs' processes.
+    sweep_one = collector_command(SweepOptions(samples=1, interval_s=0.0), build_plans([Host(name="n")])["n"])
+    no_procs = collector_call(samples=1, interval_s=0.0, deadline_s=SweepOptions().deadline_s, processes=False)
+    no_discovery = collector_command(SweepOptions(samples=1, interval_s=0.0))
     smi_only = collector_call(samples=1, interval_s=0.0, deadline_s=SweepOptions().deadline_s, source="nvidia-smi",
                               context=True, topology_if={"busy_pct": 90.0, "low_power_pct": 60.0})
     commands: list[tuple[str, list[str], bytes]] = [
@@ -151,6 +158,8 @@ def node_costs(env: dict[str, str], runs: int) -> list[NodeCost]:
         ("nvidia-smi (plain)", [smi], b""),
         ("python3 -I -S -c pass", [python, "-I", "-S", "-c", "pass"], b""),
         (COLLECTOR, ["sh", "-c", sweep_one.command], sweep_one.stdin),
+        (f"{COLLECTOR}, no log discovery", ["sh", "-c", no_discovery.command], no_discovery.stdin),
+        (f"{COLLECTOR}, no processes nor GPM", ["sh", "-c", no_procs.command], no_procs.stdin),
         (f"{COLLECTOR}, --source nvidia-smi", ["sh", "-c", smi_only.command], smi_only.stdin),
     ]
     costs = []
@@ -160,8 +169,10 @@ def node_costs(env: dict[str, str], runs: int) -> list[NodeCost]:
         if label.startswith("gpudiag"):
             try:
                 doc = json.loads(out)
+                procs = (doc.get("processes") or {}).get("procs") or {}
                 note = (f"source {doc.get('source')}, CUDA {doc.get('cuda_version')} from "
-                        f"{doc.get('cuda_version_from')}, {len(doc.get('samples') or [])} smi sample(s)")
+                        f"{doc.get('cuda_version_from')}, {len(doc.get('samples') or [])} smi sample(s), "
+                        f"{len(procs)} process(es), {len(doc.get('logs') or [])} log(s) scanned")
             except json.JSONDecodeError:
                 note = f"exit {code}, no document"
         costs.append(NodeCost(label=label, wall_ms=wall, cpu_ms=cpu, note=note))

@@ -21,8 +21,9 @@ NODE_DIR = HERE / "node"  # what runs on the node
 
 # Node-side modules, by the name the probe imports them under, and their files here.
 NODE_MODULES = {"gpudiag_readings": "readings.py", "gpudiag_nvml": "nvml.py", "gpudiag_dcgm": "dcgm.py",
-                "gpudiag_logscan": "logscan.py", "gpudiag_context": "context.py", "gpudiag_proc": "proc.py"}
-NVML_READER_FILES = ("nvml.py", "readings.py")
+                "gpudiag_logscan": "logscan.py", "gpudiag_context": "context.py", "gpudiag_proc": "proc.py",
+                "gpudiag_processes": "processes.py", "gpudiag_gpm": "gpm.py"}
+NVML_READER_FILES = ("nvml.py", "readings.py", "gpm.py")
 
 _BOOTSTRAP = '''# gpudiag collector bundle: run as `python3 -`. Modules travel compressed and are imported on demand.
 # Plain classes and binascii: importlib.abc and base64 alone would double the collector's start-up.

@@ -38,6 +38,8 @@ from pathlib import Path
 
 import gpudiag.simulate
 from gpudiag.model import Host
+from gpudiag.simulate.demo_logs import write_demo_logs
+from gpudiag.simulate.proc_table import scenario_processes, write_proc_table
 
 # The fake nvidia-smi and its scenarios ship with gpudiag (the demo plays them too).
 SIMULATE_DIR = Path(gpudiag.simulate.__file__).resolve().parent
@@ -63,6 +65,7 @@ SCENARIO_ADDRESSES: Mapping[str, str] = {
     "127.0.0.15": "ecc",
     "127.0.0.16": NO_NVIDIA_SMI,
     "127.0.0.17": NO_PYTHON,
+    "127.0.0.18": "case_study_server",
 }
 # Healthy nodes beyond the scenario ones, for fan-out tests and benchmarks (env overrides the default).
 EXTRA_HEALTHY_HOSTS = int(os.environ.get("GPUDIAG_TEST_EXTRA_HOSTS", "50"))
@@ -213,9 +216,11 @@ def _free_port(addresses: list[str]) -> int:
     raise RuntimeError("no port free on all loopback addresses")
 
 
-def _node_env(path: str, home: Path, call_ms: float) -> str:
+def _node_env(path: str, home: Path, call_ms: float, proc_root: Path | None = None) -> str:
     delay = f" GPUDIAG_FAKE_CALL_MS={call_ms:g}" if call_ms > 0 else ""
-    return f"SetEnv PATH={path} HOME={home} GPUDIAG_FAKE_HANG_MAX_S={HANG_MAX_S}{delay}"
+    # The scenario's processes (its fake /proc): only the stub nodes read anything but the real /proc.
+    procs = f" GPUDIAG_PROC_ROOT={proc_root}" if proc_root is not None else ""
+    return f"SetEnv PATH={path} HOME={home} GPUDIAG_FAKE_HANG_MAX_S={HANG_MAX_S}{delay}{procs}"
 
 
 def install_fake_bin(bin_dir: Path, scenarios: Mapping[str, str], state_dir: Path) -> Path:
@@ -308,7 +313,12 @@ def running_cluster(work: Path, *, extra_healthy: int = EXTRA_HEALTHY_HOSTS,
     _link_farm(node / "no_smi", system, None, skip="nvidia-smi")
     _link_farm(node / "no_python", system, NO_PYTHON_TOOLS, skip="nvidia-smi")
     (node / "no_python" / "nvidia-smi").symlink_to(bin_dir / "nvidia-smi")
-    envs = {a: _node_env(f"{bin_dir}:/usr/bin:/bin", home, call_ms) for a in addresses}
+    # A scenario with "processes" (the case study's SGLang server) gets a process table whose server writes
+    # its log to a file: the node finds that log by itself, through the process's stdout.
+    write_demo_logs(node)
+    proc_roots = {a: write_proc_table(node / "proc" / a, procs, node) for a in addresses
+                  for procs in [scenario_processes(stub_hosts[a])] if procs}
+    envs = {a: _node_env(f"{bin_dir}:/usr/bin:/bin", home, call_ms, proc_roots.get(a)) for a in addresses}
     envs.update({a: _node_env(str(node / "no_smi"), home, call_ms) for a, s in scenarios.items()
                  if s == NO_NVIDIA_SMI})
     envs.update({a: _node_env(str(node / "no_python"), home, call_ms) for a, s in scenarios.items()

@@ -6,6 +6,7 @@ from gpudiag.checks.context import NodeFacts
 from gpudiag.checks.gpu import GPU_CHECKS
 from gpudiag.checks.logs import log_findings
 from gpudiag.checks.node import NODE_CHECKS, host_unreachable
+from gpudiag.checks.peers import odd_gpu_out
 from gpudiag.checks.settings import CheckSettings, SettingsError, with_overrides
 from gpudiag.logs.plan import LogPlan
 from gpudiag.model import Finding, HostStatus, NodeReadings, UnreachableReason
@@ -26,5 +27,6 @@ def evaluate(host: str, status: HostStatus, error: str | None, node: NodeReading
         facts = NodeFacts.of(node)
         findings.extend(f for gpu in node.gpus for gpu_check in GPU_CHECKS
                         for f in gpu_check(host, gpu, settings, facts))
+        findings.extend(odd_gpu_out(host, node, settings))
         findings.extend(log_findings(host, node, logs))
     return tuple(findings)

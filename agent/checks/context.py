@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gpudiag.model import LogScan, NodeContext, NodeReadings, link_names
+from gpudiag.model import GpuProcess, LogScan, NodeContext, NodeReadings, link_names
 
 
 def expert_parallel(logs: Iterable[LogScan]) -> str | None:
@@ -28,10 +28,17 @@ class NodeFacts:
 
     context: NodeContext | None = None  # topology and virtualization; None: not collected
     expert_parallel: str | None = None  # "ep_size=8" from a server's configuration echo
+    node: NodeReadings | None = None  # for the processes on each GPU
 
     @classmethod
     def of(cls, node: NodeReadings) -> NodeFacts:
-        return cls(context=node.context, expert_parallel=expert_parallel(node.logs))
+        return cls(context=node.context, expert_parallel=expert_parallel(node.logs), node=node)
+
+    def processes_on(self, gpu: int) -> tuple[GpuProcess, ...]:
+        return self.node.processes_on(gpu) if self.node is not None else ()
+
+    def main_process(self, gpu: int) -> GpuProcess | None:
+        return self.node.main_process(gpu) if self.node is not None else None
 
     def links_sentence(self, gpu: int) -> tuple[str | None, str | None]:
         """(interconnect kind, "it reaches the other 7 GPUs over PCIe only (PIX/SYS, no NVLink)") for ``gpu``."""

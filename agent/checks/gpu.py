@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from gpudiag.checks.context import NO_FACTS, NodeFacts
 from gpudiag.checks.settings import CheckSettings
-from gpudiag.model import Finding, GpuReading, Severity, reasons_mask
+from gpudiag.model import Finding, GpuProcess, GpuReading, Severity, reasons_mask
 
 # Clock-event reasons that explain low power by themselves; each has its own finding.
 THERMAL_REASONS = ("hw_thermal_slowdown", "sw_thermal_slowdown")
@@ -35,29 +35,70 @@ def cannot_judge(code: str, host: str, gpu: GpuReading, what: str, *readings: st
                     evidence={"failed_readings": ",".join(name for name, _ in failed), "why": why}),)
 
 
+COMMAND_CHARS = 160  # of a process's command line in a finding's evidence
+
+
+def process_evidence(p: GpuProcess) -> dict[str, object]:
+    """A GPU process as a finding's evidence: who, what, which job, and what /proc would not say."""
+    command = " ".join(p.command)
+    evidence: dict[str, object] = {
+        "pid": p.pid, "process": p.label, "user": p.user,
+        "command": command[:COMMAND_CHARS] + ("..." if len(command) > COMMAND_CHARS or p.command_cut else ""),
+        "job_id": p.job_id, "container": p.container, "process_cpu_pct": p.cpu_pct}
+    evidence.update({f"{name}_unreadable": why for name, why in p.unreadable})
+    return evidence
+
+
+def sm_activity_text(gpu: GpuReading) -> str:
+    """ "SM activity 0.8% (NVML GPM)", or "SM activity not available (why)"."""
+    if gpu.sm_active_pct is not None:
+        source = {"nvml gpm": "NVML GPM", "dcgm": "DCGM"}.get(gpu.sm_activity_from or "", gpu.sm_activity_from)
+        return f"SM activity {gpu.sm_active_pct:.1f}%" + (f" ({source})" if source else "")
+    why = gpu.sm_activity_unavailable or "no GPM reading for this GPU and no DCGM profiling on this node"
+    return f"SM activity not available ({why})"
+
+
+def _activity_evidence(gpu: GpuReading) -> dict[str, object]:
+    if gpu.sm_active_pct is None:
+        return {"sm_activity": sm_activity_text(gpu)}
+    return {"sm_activity": sm_activity_text(gpu), "sm_active_pct": gpu.sm_active_pct,
+            "sm_occupancy_pct": gpu.sm_occupancy_pct, "tensor_active_pct": gpu.tensor_active_pct,
+            "dram_active_pct": gpu.dram_active_pct, "sm_activity_from": gpu.sm_activity_from}
+
+
 def busy_low_power(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFacts = NO_FACTS) -> tuple[Finding, ...]:
-    """BUSY_LOW_POWER: reads busy while drawing a small share of its enforced power limit, unexplained.
+    """BUSY_LOW_POWER: reads busy while its SMs do little: measured (SM activity from NVML GPM or DCGM
+    under ``starved_sm_activity_pct``) where the GPU gives it, else inferred from a small share of its
+    enforced power limit.
 
     utilization.gpu is the share of time *any* kernel was resident, not how many SMs worked, so a GPU
-    stuck on tiny launches, latency chains or communication reads 100% at a fraction of its power.
-    Not flagged when high memory utilization explains it (a bandwidth-bound kernel), or when a slowdown
-    reason does (thermal, hardware slowdown, power brake: reported by their own checks). The power is the
-    GPU's one power figure (:meth:`GpuReading.power`); the node's topology and VM say why, when known.
+    stuck on tiny launches, latency chains or communication reads 100% at a fraction of its power. A direct
+    measurement decides where it exists: high SM activity at low power is real work (a bandwidth-bound
+    kernel), low SM activity is starved whatever the power says. Without it, not flagged when high memory
+    utilization explains the low power (a bandwidth-bound kernel). Never when a slowdown reason explains
+    it (thermal, hardware slowdown, power brake: reported by their own checks). The power is the GPU's one
+    power figure (:meth:`GpuReading.power`); the node's topology and VM, and the GPU's main process, say
+    why and who, when known.
     """
     if gpu.lost:
         return ()
+    measured = gpu.sm_active_pct
     unknown = cannot_judge("BUSY_LOW_POWER", host, gpu, "whether it is busy at low power", "utilization_pct",
-                           "enforced_power_limit_w", *(() if gpu.power() else ("power_w", "power_instant_w")))
+                           *(() if measured is not None else
+                             ("enforced_power_limit_w", *(() if gpu.power() else ("power_w", "power_instant_w")))))
     if unknown:
         return unknown
     util, power = gpu.utilization_pct, gpu.power()
-    if util is None or power is None or power.pct_of_limit is None or power.enforced_limit_w is None:
-        return ()  # this GPU cannot report it: not applicable
-    share, limit = power.pct_of_limit, power.enforced_limit_w
-    if util < s.busy_utilization_pct or share > s.low_power_pct:
+    if util is None or util < s.busy_utilization_pct:
         return ()
+    share = power.pct_of_limit if power is not None else None
     mem = gpu.memory_utilization_pct
-    if mem is not None and mem >= s.bandwidth_memory_utilization_pct:
+    if measured is not None:
+        if measured >= s.starved_sm_activity_pct:
+            return ()  # the SMs are measured working: whatever the power, not starved
+    elif power is None or share is None or power.enforced_limit_w is None or share > s.low_power_pct:
+        return ()  # no measurement, and the power cannot say or is not low
+    elif mem is not None and mem >= s.bandwidth_memory_utilization_pct:
         return ()  # bandwidth-bound: memory busy, SMs waiting on it at moderate power is healthy
     if any(r in gpu.clock_event_reasons for r in THERMAL_REASONS + HW_REASONS):
         return ()
@@ -65,36 +106,66 @@ def busy_low_power(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFact
     if gpu.sm_clock_mhz is not None and gpu.max_sm_clock_mhz:
         clock = f", SM clock {gpu.sm_clock_mhz:.0f} of {gpu.max_sm_clock_mhz:.0f} MHz"
     mem_text = f", memory {mem:.0f}% busy" if mem is not None else ", memory utilization not reported"
-    summary = (
-        f"reads {util:.0f}% busy but draws {power.watts:.0f} W of its {limit:.0f} W enforced limit ({share:.0f}%)"
-        f"{mem_text}{clock}: a kernel is always resident but few SMs do work - launch-bound, "
-        "latency-bound, or waiting on communication"
-    )
+    if power is not None and share is not None and power.enforced_limit_w is not None:
+        draws = f"draws {power.watts:.0f} W of its {power.enforced_limit_w:.0f} W enforced limit ({share:.0f}%)"
+    else:
+        draws = "its power is not reported"
+    activity = f"; {sm_activity_text(gpu)}" if measured is not None else ""
+    summary = (f"reads {util:.0f}% busy but {draws}{mem_text}{clock}{activity}: a kernel is always resident but "
+               "few SMs do work - launch-bound, latency-bound, or waiting on communication")
     evidence: dict[str, object] = {
         "utilization_pct": util,
         "memory_utilization_pct": mem,
-        "power_w": power.watts,
-        "enforced_power_limit_w": limit,
+        "power_w": power.watts if power else None,
+        "enforced_power_limit_w": power.enforced_limit_w if power else None,
         "power_pct_of_limit": share,
-        "power_source": power.source.describe(len(gpu.samples)),
+        "power_source": power.source.describe(len(gpu.samples)) if power else None,
         "sm_clock_mhz": gpu.sm_clock_mhz,
         "max_sm_clock_mhz": gpu.max_sm_clock_mhz,
         "samples": len(gpu.samples),
         "busy_utilization_pct": s.busy_utilization_pct,
         "low_power_pct": s.low_power_pct,
+        "starved_sm_activity_pct": s.starved_sm_activity_pct,
+        **_activity_evidence(gpu),
     }
-    if gpu.sm_active_pct is not None:  # DCGM says how much of the GPU is really working
-        evidence.update(sm_active_pct=gpu.sm_active_pct, sm_occupancy_pct=gpu.sm_occupancy_pct,
-                        tensor_active_pct=gpu.tensor_active_pct, dram_active_pct=gpu.dram_active_pct)
-        summary += f"; DCGM: {gpu.sm_active_pct:.0f}% of SM time active"
-    else:
-        evidence["sm_activity"] = "not available (no DCGM profiling on this node)"
+    main = facts.main_process(gpu.index)
+    if main is not None:
+        summary += f"; on it: {main.label}"
+        evidence.update(process_evidence(main))
     why, context_evidence = facts.starved_because(gpu.index)
     if why is not None:
         summary += f"; {why}"
         evidence.update(context_evidence)
     return (Finding(code="BUSY_LOW_POWER", severity=Severity.WARNING, host=host, gpu=gpu.index,
                     summary=summary, evidence=evidence),)
+
+
+def host_bound(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFacts = NO_FACTS) -> tuple[Finding, ...]:
+    """HOST_BOUND: a process on the GPU keeps a CPU core pegged while the GPU is far from busy: the GPU waits
+    on its own launch thread (eager-mode decode, Python overhead, a tokenizer). Not on an idle GPU (a
+    server's idle loop may poll), nor a busy one (a synchronizing thread spins while its kernels run)."""
+    util = gpu.utilization_pct
+    if gpu.lost or util is None or not s.host_bound_min_utilization_pct <= util <= s.host_bound_max_utilization_pct:
+        return ()
+    pegged = [p for p in facts.processes_on(gpu.index) if p.cpu_pct is not None and p.cpu_pct >= s.host_bound_cpu_pct]
+    if not pegged:
+        return ()
+    p = max(pegged, key=lambda x: x.cpu_pct or 0.0)
+    power = gpu.power()
+    watts = f" at {power.watts:.0f} W" + (f" ({power.pct_of_limit:.0f}% of its limit)" if power.pct_of_limit else "") \
+        if power else ""
+    summary = (f"{p.label} uses {p.cpu_pct:.0f}% of a CPU core while the GPU is only {util:.0f}% busy{watts}"
+               f"{'; ' + sm_activity_text(gpu) if gpu.sm_active_pct is not None else ''}: the GPU waits on the "
+               "process's host thread (eager launches, Python overhead, tokenization) - capture CUDA graphs, use "
+               "a compiled or batched path, or keep more requests in flight")
+    evidence: dict[str, object] = {
+        "utilization_pct": util, "power_w": power.watts if power else None,
+        "power_pct_of_limit": power.pct_of_limit if power else None,
+        **process_evidence(p), **_activity_evidence(gpu),
+        "host_bound_cpu_pct": s.host_bound_cpu_pct,
+        "host_bound_max_utilization_pct": s.host_bound_max_utilization_pct}
+    return (Finding(code="HOST_BOUND", severity=Severity.WARNING, host=host, gpu=gpu.index, summary=summary,
+                    evidence=evidence),)
 
 
 def power_limit_reduced(host: str, gpu: GpuReading, s: CheckSettings,
@@ -194,5 +265,5 @@ def gpu_lost(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFacts = NO
                     evidence={"pci_bus_id": gpu.pci_bus_id}),)
 
 
-GPU_CHECKS = (busy_low_power, power_limit_reduced, pcie_link_degraded, thermal_slowdown, hw_slowdown,
+GPU_CHECKS = (busy_low_power, host_bound, power_limit_reduced, pcie_link_degraded, thermal_slowdown, hw_slowdown,
               ecc_uncorrected, gpu_lost)

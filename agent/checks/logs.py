@@ -158,7 +158,7 @@ def log_findings(host: str, node: NodeReadings, plan: LogPlan | None) -> tuple[F
         return ()
     findings: list[Finding] = []
     for scan in node.logs:
-        source = plan.source(scan.path)
+        source = plan.source_of(scan.path, scan.found_server)
         if source is None:
             continue
         findings.extend(log_unreadable(host, scan))

@@ -45,6 +45,7 @@ class LogOptions:
     tail_mib: float = DEFAULT_TAIL_MIB  # for entries that do not say
     only_signature: str | None = None  # gpudiag grep: search this one signature in every log
     keep: int = 3  # recent matching lines kept per signature
+    discover: bool = True  # scan the logs of the inference servers found on the GPUs (their stdout/stderr)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,20 +74,38 @@ class LogPlan:
     """Every log one host's node scans."""
 
     sources: tuple[LogSource, ...] = ()
+    # The logs a node finds by itself: the stdout/stderr of a GPU process whose command line matches a
+    # server's launch echo (``servers``: (server, regex)), scanned as ``discovered`` says (its path unset).
+    discovered: LogSource | None = None
+    servers: tuple[tuple[str, str], ...] = ()
 
     def node_config(self) -> list[dict[str, object]]:
         return [s.node_config() for s in self.sources]
 
+    def discover_config(self) -> dict[str, object] | None:
+        """What the node needs to find and scan servers' logs itself (collectors/node/processes.py)."""
+        if self.discovered is None or not self.servers:
+            return None
+        source = self.discovered.node_config()
+        del source["path"]
+        return {"servers": [{"server": name, "regex": regex} for name, regex in self.servers], "source": source}
+
     @property
     def key(self) -> str:
         """Equal for plans that need the same collector command."""
-        return json.dumps(self.node_config(), sort_keys=True)
+        return json.dumps([self.node_config(), self.discover_config()], sort_keys=True)
 
     def source(self, path: str) -> LogSource | None:
         return next((s for s in self.sources if s.path == path), None)
 
+    def source_of(self, scan_path: str, found_server: str | None) -> LogSource | None:
+        """The source a scan was made for: the configured one of its path, else (a log the node found
+        through a server process) the discovered logs' source."""
+        return self.source(scan_path) or (self.discovered if found_server else None)
+
     def echo(self, name: str) -> Echo | None:
-        return next((e for s in self.sources for e in s.echoes if e.name == name), None)
+        sources = self.sources + ((self.discovered,) if self.discovered is not None else ())
+        return next((e for s in sources for e in s.echoes if e.name == name), None)
 
 
 NO_LOGS = LogPlan()
@@ -109,6 +128,7 @@ class Planner:
     def __init__(self, options: LogOptions) -> None:
         self.options = options
         self._registry: Registry | None = None
+        self._discovered: LogSource | None = None
         self._defaults: dict[str, list[Pack]] = {}
         self.loaded: dict[str, Pack] = {}
         if options.pack_files or options.only_signature is not None:
@@ -212,7 +232,20 @@ class Planner:
         for entry, where in entries:
             source = self.source(entry, where)
             sources.setdefault(source.path, source)  # a path given twice is scanned once (first wins)
-        return LogPlan(sources=tuple(sources.values()))
+        if not self.options.discover:
+            return LogPlan(sources=tuple(sources.values()))
+        return LogPlan(sources=tuple(sources.values()), discovered=self.discovered(), servers=self.servers())
+
+    def discovered(self) -> LogSource:
+        """How a server's log found on the node is scanned: as a log path given with no packs."""
+        if self._discovered is None:
+            self._discovered = self.source({"path": "(found on the node)"}, "a server's log found on the node")
+        return self._discovered
+
+    def servers(self) -> tuple[tuple[str, str], ...]:
+        """(server, regex) of every launch-command echo (format argv) of the packs: how a GPU process's
+        command line is recognized as an inference server's."""
+        return tuple((e.server, e.regex) for e in self.registry.echoes.values() if e.format == "argv" and e.server)
 
 
 def build_plans(hosts: Iterable[Host], options: LogOptions | None = None) -> dict[str, LogPlan]:

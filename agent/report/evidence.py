@@ -6,7 +6,7 @@ Shown under a host's findings (not for hosts without findings: context explains 
 
 from __future__ import annotations
 
-from gpudiag.model import HostReport, NodeContext, link_names
+from gpudiag.model import GpuProcess, HostReport, NodeContext, NodeReadings, link_names
 
 FACTS_SHOWN = 12  # at most this many facts per server line
 _MEASURES = ("sglang_decode_batch",)  # info signatures whose last values are worth a line
@@ -43,6 +43,7 @@ def evidence_lines(host: HostReport) -> tuple[tuple[str, str], ...]:
     context = context_line(readings.context, len(readings.gpus))
     if context:
         lines.append(("context", context))
+    lines.extend(process_lines(readings))
     for scan in readings.logs:
         for facts in scan.facts:
             if not facts.values:
@@ -50,8 +51,50 @@ def evidence_lines(host: HostReport) -> tuple[tuple[str, str], ...]:
             shown = ", ".join(f"{k}={v}" for k, v in facts.values[:FACTS_SHOWN])
             starts = f", {facts.count} starts in the log" if facts.count > 1 else ""
             lines.append(("server", f"{facts.server or facts.echo} ({scan.path}{starts}): {shown}"))
+        if scan.found_from:
+            lines.append(("log", f"{scan.resolved or scan.path}: found as the {scan.found_from}, not configured"))
         for match in scan.matches:
             if match.signature in _MEASURES and match.values:
                 values = ", ".join(f"{k}={v}" for k, v in match.values)
                 lines.append(("last", f"{match.signature} ({match.count} lines): {values}"))
     return tuple(lines)
+
+
+def process_text(p: GpuProcess, others: int = 0) -> str:
+    """ "pid 4312 sglang (job 81723), alice, 98% CPU, 118.0 GiB, docker 3f2a9c1b0e4d (+2 more)"."""
+    parts = [p.label]
+    if p.user:
+        parts.append(p.user)
+    if p.cpu_pct is not None:
+        parts.append(f"{p.cpu_pct:.0f}% CPU")
+    if p.sm_utilization_pct is not None:
+        parts.append(f"{p.sm_utilization_pct:.0f}% SM")
+    if p.used_memory_mib is not None:
+        parts.append(f"{p.used_memory_mib / 1024:.1f} GiB")
+    if p.container:
+        parts.append(p.container)
+    if p.unreadable:
+        parts.append("; ".join(f"{field}: {why}" for field, why in p.unreadable[:2]))
+    return ", ".join(parts) + (f" (+{others} more)" if others else "")
+
+
+def process_lines(readings: NodeReadings) -> tuple[tuple[str, str], ...]:
+    """("gpu 0", the main process on GPU 0) for each GPU that has processes; GPUs whose main process is the
+    same one process (a job over several GPUs) share a line."""
+    by_text: dict[str, list[int]] = {}
+    for gpu in readings.gpus:
+        main = readings.main_process(gpu.index)
+        if main is not None:
+            by_text.setdefault(process_text(main, len(readings.processes_on(gpu.index)) - 1), []).append(gpu.index)
+    return tuple((f"gpu {_ranges(gpus)}", text) for text, gpus in by_text.items())
+
+
+def _ranges(indexes: list[int]) -> str:
+    """[0, 1, 2, 3, 5] → "0-3,5"."""
+    runs: list[list[int]] = []
+    for i in sorted(indexes):
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ",".join(map(str, r)) for r in runs)

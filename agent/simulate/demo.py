@@ -28,6 +28,7 @@ import asyncssh
 
 from gpudiag.model import Host, SweepReport
 from gpudiag.simulate.demo_logs import write_demo_logs
+from gpudiag.simulate.proc_table import scenario_processes, write_proc_table
 
 if TYPE_CHECKING:
     from gpudiag.logs.plan import Planner
@@ -37,7 +38,8 @@ HERE = Path(__file__).resolve().parent
 
 # (host name, scenario): what the demo cluster holds.
 DEMO_NODES: tuple[tuple[str, str], ...] = (
-    ("sglang-glm5", "case_study"),  # the case study: 8x RTX PRO 6000 Blackwell, 100% busy at ~330 of 600 W
+    # the case study: 8x RTX PRO 6000 Blackwell, 100% busy at ~330 of 600 W, its SGLang server on the GPUs
+    ("sglang-glm5", "case_study_server"),
     ("train-h200-01", "healthy"),
     ("infer-h200-02", "bandwidth_bound"),
     ("spare-h200-03", "idle"),
@@ -82,12 +84,14 @@ class _NodeServer(asyncssh.SSHServer):
         return True
 
 
-def _exec_handler(scenario: str, bin_dir: Path, port: int
+def _exec_handler(scenario: str, bin_dir: Path, port: int, proc_root: Path | None = None
                   ) -> Callable[[asyncssh.SSHServerProcess[bytes]], Awaitable[None]]:
     async def handle(process: asyncssh.SSHServerProcess[bytes]) -> None:
         env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
                    GPUDIAG_FAKE_SCENARIO=scenario,
                    SSH_CONNECTION=f"127.0.0.1 0 127.0.0.1 {port}")
+        if proc_root is not None:  # the scenario's processes (its server's stdout: a log found by itself)
+            env["GPUDIAG_PROC_ROOT"] = str(proc_root)
         command = process.command or "true"
         proc = await asyncio.create_subprocess_exec(
             "sh", "-c", command, env=env, stdin=asyncio.subprocess.PIPE,
@@ -127,10 +131,12 @@ async def demo_cluster() -> AsyncIterator[DemoCluster]:
         try:
             for name, scenario in DEMO_NODES:
                 port = _free_port()
+                procs = scenario_processes(scenario)
+                proc_root = write_proc_table(root / "proc" / name, procs, root) if procs else None
                 server = await asyncssh.create_server(
                     _NodeServer, "127.0.0.1", port, server_host_keys=[host_key],
                     authorized_client_keys=authorized,
-                    process_factory=_exec_handler(scenario, bin_dir, port), encoding=None)
+                    process_factory=_exec_handler(scenario, bin_dir, port, proc_root), encoding=None)
                 servers.append(server)
                 hosts.append(host(name, port))
                 known_lines.append(f"[127.0.0.1]:{port} {host_key.export_public_key().decode().strip()}")

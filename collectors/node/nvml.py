@@ -14,9 +14,10 @@ NVML reference: https://docs.nvidia.com/deploy/nvml-api/ (nvmlDevice* queries).
 import time
 
 try:
-    import gpudiag_readings as readings  # inside the collector bundle
+    import gpudiag_gpm as gpm  # inside the collector bundle
+    import gpudiag_readings as readings
 except ImportError:  # imported from the installed package (tests, gpudiag local)
-    from . import readings
+    from . import gpm, readings
 
 
 class NvmlUnavailable(Exception):
@@ -143,8 +144,89 @@ def _energy(r, handle):
     return None if value is None else (time.monotonic(), value)
 
 
-def collect(pynvml, samples, interval_s):
-    """Read every GPU ``samples`` times, ``interval_s`` apart. Raises :class:`NvmlUnavailable`."""
+def _processes(r, handle):
+    """The compute processes on one GPU: [{"pid", "used_memory_mib"}] (None: the driver cannot list them)."""
+    found = r.call("nvmlDeviceGetComputeRunningProcesses", handle)
+    if found is None:
+        return None
+    out = []
+    for p in found:
+        used = getattr(p, "usedGpuMemory", None)
+        out.append({"pid": int(p.pid), "used_memory_mib": round(used * readings.MIB, 1) if used else None})
+    return out
+
+
+def _process_utilization(r, handle, since_s):
+    """{pid: median SM utilization %} of the driver's per-process samples since ``since_s`` (epoch), or {}."""
+    try:
+        found = r.call("nvmlDeviceGetProcessUtilization", handle, int(since_s * 1e6))
+    except _Failed:
+        return {}
+    per_pid = {}
+    for sample in found or ():
+        per_pid.setdefault(int(sample.pid), []).append(sample.smUtil)
+    return {pid: sorted(v)[(len(v) - 1) // 2] for pid, v in per_pid.items()}
+
+
+class _Watch(object):
+    """What is read only for the GPUs that have processes, over the window: their processes (with the
+    per-process utilization and, through ``watcher``, /proc), and GPM, one GPU at a time."""
+
+    def __init__(self, r, handles, watcher):
+        self.r = r
+        self.watcher = watcher
+        self.per_gpu = {}
+        self.errors = {}
+        self.gpm_started = {}
+        self.gpm = {}
+        for index, handle in handles.items():
+            try:
+                found = _processes(r, handle)
+            except (_Failed,) + r.lost as exc:
+                self.errors[str(index)] = str(exc)
+                continue
+            if found:
+                self.per_gpu[index] = found
+        self.t0 = time.time()
+
+    def start(self, handles):
+        if self.watcher is not None and self.per_gpu:
+            self.watcher.start(self.per_gpu)
+        for index in sorted(self.per_gpu):
+            try:
+                self.gpm_started[index] = (gpm.begin(self.r.nv, handles[index]), time.monotonic())
+            except gpm.Unavailable as exc:
+                self.gpm[str(index)] = {"why": str(exc)}
+            except self.r.lost:
+                pass
+
+    def finish(self, handles, out):
+        for index, (first, t0) in sorted(self.gpm_started.items()):
+            wait = gpm.MIN_WINDOW_S - (time.monotonic() - t0)
+            if wait > 0:
+                time.sleep(wait)  # a single sample's window is shorter than GPM's least
+            try:
+                self.gpm[str(index)] = gpm.end(self.r.nv, handles[index], first) if index in handles \
+                    else {"why": "the GPU was lost"}
+            except gpm.Unavailable as exc:
+                self.gpm[str(index)] = {"why": str(exc)}
+        since = min(self.t0, time.time() - 1.0)  # the driver keeps a sample about every 1/6 s
+        for index, procs in self.per_gpu.items():
+            try:
+                util = _process_utilization(self.r, handles[index], since) if index in handles else {}
+            except self.r.lost:
+                util = {}
+            for p in procs:
+                p["sm_util_pct"] = util.get(p["pid"])
+        out["processes"] = {str(i): p for i, p in sorted(self.per_gpu.items())}
+        if self.errors:
+            out["processes_errors"] = self.errors
+        out["gpm"] = self.gpm
+
+
+def collect(pynvml, samples, interval_s, watcher=None):
+    """Read every GPU ``samples`` times, ``interval_s`` apart. Raises :class:`NvmlUnavailable`.
+    ``watcher`` (processes.Watcher) is told the GPUs' processes when the window opens."""
     try:
         pynvml.nvmlInit()
     except Exception as exc:  # any init failure means "use nvidia-smi instead", with the reason
@@ -172,6 +254,8 @@ def collect(pynvml, samples, interval_s):
                 handles[index] = handle
             except r.lost + r.not_applicable + (r.error,) as exc:
                 out["gpus"].append({"index": index, "lost": True, "error": str(exc)})
+        watch = _Watch(r, handles, watcher)
+        watch.start(handles)
         start_energy = {}
         # One sample has no window to average over (and the counter reads cost an H200 4 ms each).
         for index, handle in list(handles.items()) if samples > 1 else ():
@@ -201,6 +285,7 @@ def collect(pynvml, samples, interval_s):
             if begin is not None and end is not None and end[0] > begin[0]:
                 out["energy"].append({"index": index, "window_s": round(end[0] - begin[0], 3),
                                       "energy_mj": end[1] - begin[1]})
+        watch.finish(handles, out)
         return out
     finally:
         try:

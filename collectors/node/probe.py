@@ -117,8 +117,33 @@ def new_document():
     }
 
 
-def collect(samples, interval_s, call_timeout_s, doc=None):
-    """Read the GPUs through nvidia-smi into ``doc`` (a new document when None)."""
+APPS_QUERY = "--query-compute-apps=gpu_uuid,pid,used_memory"
+
+
+def smi_processes(smi, doc, call_timeout_s):
+    """The compute processes nvidia-smi lists, by GPU index (mapped through the uuids of the rows read):
+    {index: [{"pid", "used_memory_mib"}]}; its failure goes in the document's problems."""
+    code, out, err = proc.run([smi, APPS_QUERY, "--format=csv,noheader,nounits"], call_timeout_s)
+    if code != 0:
+        doc["problems"].append("nvidia-smi %s: exit %s %s" % (APPS_QUERY, code, (err or out).strip()[:200]))
+        return {}
+    by_uuid = {}
+    for row in _rows_read(doc):
+        if row.get("uuid") and row.get("index") is not None:
+            by_uuid[row["uuid"]] = int(_number(row["index"]) or 0)
+    per_gpu = {}
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != 3 or cells[0] not in by_uuid or not cells[1].isdigit():
+            continue
+        per_gpu.setdefault(by_uuid[cells[0]], []).append(
+            {"pid": int(cells[1]), "used_memory_mib": _number(cells[2]), "sm_util_pct": None})
+    return per_gpu
+
+
+def collect(samples, interval_s, call_timeout_s, doc=None, watcher=None):
+    """Read the GPUs through nvidia-smi into ``doc`` (a new document when None); ``watcher``
+    (processes.Watcher) is told the GPUs' processes after the first sample."""
     doc = new_document() if doc is None else doc
     smi = find_nvidia_smi()
     if smi is None:
@@ -153,6 +178,11 @@ def collect(samples, interval_s, call_timeout_s, doc=None):
         doc["samples"].append({"t_s": round(t, 3), "exit": code, "stdout": out, "stderr": err})
         if code in (6, 9, 12, 127):
             break  # no devices / no driver / no NVML: asking again says nothing new (nor would the header)
+        if i == 0 and watcher is not None and code == 0:
+            found = smi_processes(smi, doc, call_timeout_s)
+            doc["processes_from"] = "nvidia-smi"
+            if found:
+                watcher.start(found)
         # After the first answer, which names the driver, and beside the rest of the window. Not after a
         # failed or hung call: the header would fail (or hang) the same way.
         driver = next((row.get("driver_version") for row in _rows_read(doc)), None) if cuda is None else None
@@ -188,7 +218,7 @@ def _in_thread(doc, fn):
     return thread
 
 
-def collect_nvml(doc, samples, interval_s):
+def collect_nvml(doc, samples, interval_s, watcher=None):
     """Read the GPUs through NVML into ``doc``; False (and the reason in the document) when NVML cannot
     be used here, so the caller falls back to nvidia-smi."""
     try:
@@ -207,7 +237,8 @@ def collect_nvml(doc, samples, interval_s):
         doc["nvml_unavailable"] = "%s: %s" % (type(exc).__name__, exc)
         return False
     try:
-        doc["nvml"] = gpudiag_nvml.collect(pynvml, samples, interval_s)
+        doc["nvml"] = gpudiag_nvml.collect(pynvml, samples, interval_s, watcher)
+        doc["processes_from"] = "nvml"
     except gpudiag_nvml.NvmlUnavailable as exc:
         doc["nvml_unavailable"] = str(exc)
         return False
@@ -282,10 +313,10 @@ class _Lines(object):
             data = data[os.write(self.fd, data):]
 
 
-def _start_logs(doc, sources, call_timeout_s):
+def _start_logs(doc, sources, call_timeout_s, share_s=None):
     """Start the log scan in a child process with its own share of the deadline: a regex that never ends
     or a read that blocks costs that child, which is ended at the deadline, never the GPU readings."""
-    share_s = max(1.0, LOG_SHARE * call_timeout_s)
+    share_s = max(1.0, LOG_SHARE * call_timeout_s) if share_s is None else share_s
     deadline = time.monotonic() + share_s
     _logscan()  # imported before the fork, so the child needs no import lock
     read_fd, write_fd = os.pipe()
@@ -350,6 +381,60 @@ def _finish_logs(doc, sources, started):
     doc["logs"] = done
 
 
+def _processes_module():
+    try:
+        import gpudiag_processes as processes  # inside the collector bundle
+    except ImportError:  # imported from the installed package (tests, gpudiag local)
+        from . import processes
+    return processes
+
+
+class _Watcher(object):
+    """processes.Watcher, imported only when a GPU has processes: an idle node pays nothing for it."""
+
+    def __init__(self, doc):
+        self.doc = doc
+        self.watcher = None
+        self.t0 = None
+
+    def start(self, per_gpu):
+        try:
+            self.watcher = _processes_module().Watcher()
+            self.watcher.start(per_gpu)
+            self.t0 = self.watcher.t0
+        except Exception as exc:  # who is on the GPU enriches the verdict; it must not cost the readings
+            self.doc["problems"].append("processes: %s: %s" % (type(exc).__name__, exc))
+
+    def finish(self):
+        return self.watcher.finish()
+
+
+def scan_server_logs(doc, discover, call_timeout_s, started):
+    """The logs of the inference servers on the GPUs, found through their stdout and stderr (``discover``:
+    {"servers": [{"server", "regex"}], "source": a log source without its path}), scanned like configured
+    logs, each with ``found``: the process and descriptor it was found through."""
+    found = _processes_module().server_logs(doc["processes"], discover.get("servers"))
+    # A log the inventory names is not scanned twice ("resolved": its path with "~" expanded, on the node).
+    configured = {os.path.realpath(s.get("resolved") or os.path.expanduser(s["path"]))
+                  for s in doc.get("logs") or () if isinstance(s.get("path"), str)}
+    found = [(path, how) for path, how in found if os.path.realpath(path) not in configured]
+    if not found:
+        return
+    # What is left of the logs' share of the deadline (the configured logs may have used some): the GPU
+    # readings must come back within the deadline whatever the logs cost.
+    left_s = LOG_SHARE * call_timeout_s - (time.monotonic() - started)
+    if left_s < 1.0:
+        doc["problems"].append("the logs of %d server(s) found on the GPUs were not scanned: no time left in "
+                               "the logs' share of the deadline" % len(found))
+        return
+    sources = [dict(discover.get("source") or {}, path=path) for path, _ in found]
+    scratch = {"problems": doc["problems"]}
+    _finish_logs(scratch, sources, _start_logs(scratch, sources, call_timeout_s, left_s))
+    for item, (_, how) in zip(scratch.get("logs", []), found):
+        item["found"] = how
+    doc.setdefault("logs", []).extend(scratch.get("logs", []))
+
+
 def _number(value):
     try:
         return float(value)
@@ -395,6 +480,7 @@ def collect_round(config, kept):
     interval_s = max(0.0, float(config.get("interval_s", 0.5)))
     call_timeout_s = float(config.get("call_timeout_s", 60.0))
     source = config.get("source", "auto")
+    started = time.monotonic()
     doc = new_document()
     # First, while this process has no other thread: the log scan forks (see _start_logs).
     logs = _start_logs(doc, config["logs"], call_timeout_s) if config.get("logs") else None
@@ -408,15 +494,20 @@ def collect_round(config, kept):
         doc["context"] = dict(kept["context"])
     elif config.get("context"):
         extras.append(_in_thread(doc, lambda: collect_context(doc, call_timeout_s, with_topology=gate is None)))
+    watcher = _Watcher(doc) if config.get("gpus", True) and config.get("processes", True) else None
     if not config.get("gpus", True):
         doc["nvidia_smi"] = {"path": None, "status": "skipped"}
-    elif source == "nvidia-smi" or not collect_nvml(doc, samples, interval_s):
-        collect(samples, interval_s, call_timeout_s, doc)
+    elif source == "nvidia-smi" or not collect_nvml(doc, samples, interval_s, watcher):
+        collect(samples, interval_s, call_timeout_s, doc, watcher)
+    if watcher is not None and watcher.t0 is not None:
+        doc["processes"] = watcher.finish()
     for thread in extras:
         if thread is not None:
             thread.join()
     if logs is not None:
         _finish_logs(doc, config["logs"], logs)
+    if config.get("discover_logs") and isinstance(doc.get("processes"), dict):
+        scan_server_logs(doc, config["discover_logs"], call_timeout_s, started)
     if isinstance(doc.get("context"), dict):
         kept.setdefault("context", dict(doc["context"]))
     if gate is not None and isinstance(doc.get("context"), dict):

@@ -40,7 +40,9 @@ def test_case_study_gpu_is_flagged_with_full_evidence() -> None:
                   "enforced_power_limit_w": 600.0, "power_pct_of_limit": 55.0,
                   "power_source": "median of 5 power.draw samples", "sm_clock_mhz": 2400.0,
                   "max_sm_clock_mhz": 2430.0, "samples": 5, "busy_utilization_pct": 90.0,
-                  "low_power_pct": 60.0, "sm_activity": "not available (no DCGM profiling on this node)"}),)
+                  "low_power_pct": 60.0, "starved_sm_activity_pct": 20.0,
+                  "sm_activity": "SM activity not available (no GPM reading for this GPU and no DCGM profiling "
+                                 "on this node)"}),)
 
 
 @pytest.mark.parametrize("why, overrides, flagged", [
@@ -168,11 +170,12 @@ def test_busy_low_power_prefers_the_energy_counter_average() -> None:
 
 
 def test_dcgm_profiling_joins_the_evidence_when_there_is_some() -> None:
-    g = gpu(**CASE_STUDY, sm_active_pct=4.0, sm_occupancy_pct=2.5, tensor_active_pct=0.0, dram_active_pct=7.0)
+    g = gpu(**CASE_STUDY, sm_active_pct=4.0, sm_occupancy_pct=2.5, tensor_active_pct=0.0, dram_active_pct=7.0,
+            sm_activity_from="dcgm")
     (f,) = busy_low_power("h", g, S)
     assert (f.evidence["sm_active_pct"], f.evidence["dram_active_pct"]) == (4.0, 7.0)
-    assert "sm_activity" not in f.evidence
-    assert f.summary.endswith("; DCGM: 4% of SM time active")
+    assert f.evidence["sm_activity"] == "SM activity 4.0% (DCGM)"
+    assert "; SM activity 4.0% (DCGM): a kernel is always resident" in f.summary
 
 
 @pytest.mark.parametrize("check, reading", [

@@ -25,7 +25,8 @@ OLD_SPELLINGS = {"power.limit", "clocks.current.sm", "clocks_throttle_reasons.ac
 KIND_TYPES = {"number": float, "int": int, "mask": int, "text": str, "cc": str, "pstate": str}
 # Model fields of GpuReading that are not readings of the table: derived, window-level, or DCGM's.
 NOT_READINGS = {"sm", "arch", "energy_power_w", "lost", "failed_readings", "samples", "sm_active_pct",
-                "sm_occupancy_pct", "tensor_active_pct", "dram_active_pct"}
+                "sm_occupancy_pct", "tensor_active_pct", "dram_active_pct", "sm_activity_from",
+                "sm_activity_unavailable"}
 
 
 def _types(cls: type) -> dict[str, object]:

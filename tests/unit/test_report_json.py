@@ -178,7 +178,8 @@ def test_values_are_written_as_json_values():
     assert node["logs"][0]["matches"][1]["key"] == {"pci": "0000:2b:00", "xid": "79"}
     assert node["logs"][1] == {"path": "/var/log/missing.log", "status": "missing", "error": "no such file",
                                "resolved": None, "source": None, "files": [], "bytes_scanned": 0, "lines": 0,
-                               "cut": False, "notes": [], "matches": [], "facts": []}
+                               "cut": False, "notes": [], "matches": [], "facts": [], "found_from": None,
+                               "found_server": None}
     assert node["context"]["links"] == [{"gpu_a": 0, "gpu_b": 1, "link": "PIX", "kind": "pcie"}]
     assert (node["context"]["interconnect"], node["context"]["is_vm"]) == ("pcie", True)
     assert doc["hosts"][0]["node"]["logs"] == [] and doc["hosts"][0]["node"]["context"] is None
