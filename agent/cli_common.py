@@ -22,6 +22,7 @@ from gpudiag.report import OutputFormat
 if TYPE_CHECKING:
     from gpudiag.model import SweepReport
     from gpudiag.request import HostSelection, OutputRequest, SelectedHosts, SweepRequest
+    from gpudiag.runner import SweepObserver
 
 T = TypeVar("T")
 
@@ -137,19 +138,33 @@ def sweep_report(request: SweepRequest, *, no_hosts: str = "no hosts given") -> 
     return sweep_selected(request, selected)
 
 
-def sweep_selected(request: SweepRequest, selected: SelectedHosts) -> SweepReport:
-    """Sweep the ``selected`` hosts as ``request`` asks (its own host selection is not read again)."""
+def sweep_selected(request: SweepRequest, selected: SelectedHosts, *,
+                   observer: SweepObserver | None = None) -> SweepReport:
+    """Sweep the ``selected`` hosts as ``request`` asks (its own host selection is not read again): in this
+    process, or in ``--workers`` processes merged into one report; ``observer`` is told as hosts start and
+    finish, either way."""
     from gpudiag.request import open_transport, prepare
     from gpudiag.runner import sweep
+    from gpudiag.workers import resolve_workers, sweep_in_workers
 
     prepared = prepare(request, selected)
+    workers = resolve_workers(request.workers, len(prepared.hosts))
+
+    def note(line: str) -> None:
+        typer.echo(f"gpudiag: {line}", err=True)
+
+    def start(stop: asyncio.Event) -> Coroutine[Any, Any, SweepReport]:
+        if workers > 1:
+            return sweep_in_workers(prepared.hosts, prepared.options, prepared.plans, request.ssh, workers,
+                                    stop=stop, observer=observer, on_note=note,
+                                    uvloop=_event_loop[0] is EventLoop.UVLOOP)
+        return sweep(prepared.hosts, open_transport(prepared), prepared.options, plans=prepared.plans, stop=stop,
+                     on_note=note, observer=observer)
+
     # A lowered window (the open-file limit cannot hold the fan-out) is said once, before any connection.
     # SIGINT/SIGTERM stop it: the report then holds what finished, the rest cancelled, and says which signal.
-    transport = open_transport(prepared)
     stopped_by: list[str] = []
-    report = run_async(until_signal(lambda stop: sweep(
-        prepared.hosts, transport, prepared.options, plans=prepared.plans, stop=stop,
-        on_note=lambda line: typer.echo(f"gpudiag: {line}", err=True)), stopped_by))
+    report = run_async(until_signal(start, stopped_by))
     return dataclasses.replace(report, stopped_by=stopped_by[0]) if stopped_by else report
 
 
