@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 # Under sshd's default MaxStartups (10:30:100) with room for another client (an operator's ssh) at the same time.
@@ -66,8 +66,10 @@ def parse_rate(text: str | None) -> float | None:
 class Pacer:
     """Holds the gates of one event loop's sweep (create it on that loop's side: its semaphores bind to it)."""
 
-    def __init__(self, pacing: Pacing) -> None:
+    def __init__(self, pacing: Pacing, *, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.pacing = pacing
+        self._clock, self._sleep = clock, sleep  # a test's own clock: the schedule, not a wall time, is checked
         self._gates: dict[str, asyncio.Semaphore] = {}
         self._next_start = 0.0  # monotonic time the next handshake may start, under a rate
 
@@ -90,8 +92,8 @@ class Pacer:
     async def _rate(self) -> None:
         if self.pacing.rate_per_s is None:
             return
-        now = time.monotonic()
+        now = self._clock()
         start = max(now, self._next_start)
         self._next_start = start + 1.0 / self.pacing.rate_per_s
         if start > now:
-            await asyncio.sleep(start - now)
+            await self._sleep(start - now)
