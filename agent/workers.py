@@ -65,9 +65,13 @@ def resolve_workers(wanted: int | None, host_count: int, cpu_count: int | None =
     return max(1, min(wanted, host_count))
 
 
+# The workers' split is salted: independent of a --shard split of the same hosts (which it may split again).
+WORKER_SALT = "workers"
+
+
 def shards(hosts: Sequence[Host], count: int) -> list[tuple[Host, ...]]:
     """The non-empty shards of ``hosts`` for ``count`` workers (each in the hosts' order)."""
-    return [part for index in range(1, count + 1) if (part := select_shard(hosts, index, count))]
+    return [part for index in range(1, count + 1) if (part := select_shard(hosts, index, count, WORKER_SALT))]
 
 
 def share(total: int, count: int) -> int:

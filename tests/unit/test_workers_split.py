@@ -27,8 +27,15 @@ def test_the_shards_hold_every_host_once_in_order(count: int) -> None:
     assert sorted(h.name for part in parts for h in part) == sorted(h.name for h in HOSTS)
     for part in parts:
         assert list(part) == sorted(part, key=HOSTS.index)  # each keeps the inventory's order
-    # the same split as --shard I/N, so a worker sweeps what `--shard I/N` would
-    assert parts == [p for i in range(1, count + 1) if (p := select_shard(HOSTS, i, count))]
+    assert len(parts) == count  # 200 hosts: every worker has some
+
+
+@pytest.mark.parametrize(("shard_count", "workers"), [(2, 2), (4, 2), (3, 3), (8, 4)])
+def test_workers_split_a_shard_again(shard_count: int, workers: int) -> None:
+    """``--shard 1/N --workers M``: the workers' split is not the shard's hash again (which would give all
+    of shard 1/2 to worker 1 of 2, and leave worker 2 nothing)."""
+    shard = select_shard(HOSTS, 1, shard_count)
+    assert len(shards(shard, workers)) == workers
 
 
 def test_empty_shards_start_no_worker() -> None:
