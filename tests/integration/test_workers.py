@@ -153,3 +153,39 @@ def test_a_signal_stops_the_workers_and_reports_what_finished(sshd_cluster, tmp_
     assert set(statuses.values()) == {"ok"}, statuses
     assert "Traceback" not in err
     assert process_ended(hung_pid, wait_s=10.0), "the hung nvidia-smi still runs on the node"
+
+
+def _group_members(pgid: int) -> list[int]:
+    """The processes left in process group ``pgid`` (zombies are ended: their parent is gone)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_second_sigint_exits_at_once_and_leaves_no_worker(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    proc, pid_file = _start(sshd_cluster, tmp_path)
+    hung_pid = int(pid_file.read_text())
+    os.killpg(proc.pid, signal.SIGINT)
+    deadline = time.monotonic() + WAIT_S
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+        proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=WAIT_S)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert out == ""  # no report
+    deadline = time.monotonic() + WAIT_S
+    while _group_members(proc.pid) and time.monotonic() < deadline:  # the workers see their parent gone
+        time.sleep(0.05)
+    assert _group_members(proc.pid) == [], "a worker outlived its parent"
+    assert process_ended(hung_pid, wait_s=10.0), "the hung nvidia-smi still runs on the node"
