@@ -80,9 +80,12 @@ which it should be close to, and against connect timeout + healthy sweep, which 
 could not serve N hosts" means the cluster did not come up at that size; an ``ok`` below N/N means some hosts
 did not answer that tool.
 
-``--workers-ab 1,2`` runs none of this either: only the gpudiag CLI with one sample at its default fan-out and
-``--workers`` at each count given, ``--rounds`` times (the order reversed each round), with the load average
-before and after (``python3 bench/sweep_loopback.py --sizes 1000 --workers-ab 1,2``).
+``--workers-ab VARIANTS`` runs none of this either: only the gpudiag CLI with one sample at its default fan-out,
+once per variant (comma-separated: a ``--workers`` count, then any other sweep flags), ``--rounds`` times (the
+order reversed each round), with the load average before and after::
+
+    python3 bench/sweep_loopback.py --sizes 1000 --workers-ab '1,2,2 --connect-rate 50/s'
+
 
 ``--cipher-ab PAIRS`` runs none of this either: only the in-process sweep and the floor, with each cipher
 order, PAIRS times alternating, with the mean and spread of their client CPU per host.
@@ -106,6 +109,7 @@ import json
 import logging
 import os
 import resource
+import shlex
 import shutil
 import socket
 import statistics
@@ -724,9 +728,10 @@ def cipher_ab(cluster: SshdCluster, size: int, pairs: int) -> None:
               f"ok {min(r.answered for r in rows)}/{size}; other CPU {max(r.other_cpu_s for r in rows):.2f} s at most)")
 
 
-def workers_ab(cluster: SshdCluster, work: Path, size: int, workers: Sequence[int], rounds: int) -> None:
-    """The CLI with one sample at its default fan-out, once per ``--workers`` count in ``workers``, ``rounds``
-    times with the order reversed each round (the machine's load drifts): wall, CPU, and what limits it."""
+def workers_ab(cluster: SshdCluster, work: Path, size: int, workers: Sequence[str], rounds: int) -> None:
+    """The CLI with one sample at its default fan-out, once per variant of ``workers`` ("2", "2 --connect-rate
+    50/s": a ``--workers`` count and other flags), ``rounds`` times with the order reversed each round (the
+    machine's load drifts): wall, CPU, and what limits it."""
     hosts = cluster.extra_hosts(size)
     inventory = write_inventory(work / "inventory.yaml", cluster, hosts)
     gpudiag_cli(cluster, write_inventory(work / "warm.yaml", cluster, hosts[:4]), ["--samples", "1"], "warm-up")
@@ -735,7 +740,8 @@ def workers_ab(cluster: SshdCluster, work: Path, size: int, workers: Sequence[in
     print(f"load average before: {_loadavg()}; open-file limit {resource.getrlimit(resource.RLIMIT_NOFILE)}")
     for n in range(rounds):
         for count in (workers if n % 2 == 0 else list(reversed(workers))):
-            rows.append(gpudiag_cli(cluster, inventory, [*one, "--workers", str(count)],
+            count_arg, *flags = shlex.split(count)
+            rows.append(gpudiag_cli(cluster, inventory, [*one, "--workers", count_arg, *flags],
                                     f"gpudiag CLI, 1 sample, --workers {count}")[0])
     print(f"load average after: {_loadavg()}")
     print(table(rows, rows[0], size))
@@ -798,7 +804,7 @@ def summary(rows: Sequence[Row], size: int, node: Sequence[NodeCost]) -> list[st
 
 
 def bench_size(size: int, call_ms: float, node: Sequence[NodeCost], profile: str | None = None,
-               cipher_pairs: int = 0, workers: Sequence[int] = (), rounds: int = 2) -> None:
+               cipher_pairs: int = 0, workers: Sequence[str] = (), rounds: int = 2) -> None:
     print(f"\n== {size} hosts " + "=" * 80)
     with tempfile.TemporaryDirectory(prefix="gpudiag-bench-") as tmp, contextlib.ExitStack() as stack:
         work = Path(tmp)
@@ -899,12 +905,13 @@ def main() -> None:
     parser.add_argument("--cipher-ab", type=int, default=0, metavar="PAIRS",
                         help="instead of the comparison: PAIRS alternating runs of the in-process sweep and of the "
                              "asyncssh floor with AES-GCM first and with chacha20 first")
-    parser.add_argument("--workers-ab", default="", metavar="COUNTS",
-                        help="instead of the comparison: the CLI (one sample) with --workers at each of these "
-                             "counts (e.g. 1,2), --rounds times, the order reversed each round")
+    parser.add_argument("--workers-ab", default="", metavar="VARIANTS",
+                        help="instead of the comparison: the CLI (one sample) with each of these --workers "
+                             "counts, each optionally followed by other sweep flags (e.g. '1,2,2 --connect-rate "
+                             "50/s'), --rounds times, the order reversed each round")
     parser.add_argument("--rounds", type=int, default=2, help="--workers-ab: rounds (default 2)")
     args = parser.parse_args()
-    workers = [int(w) for w in args.workers_ab.split(",") if w.strip()]
+    workers = [w.strip() for w in args.workers_ab.split(",") if w.strip()]
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # pdsh/clush/gpudiag children inherit it
     wanted = max(sizes) * 8 + 256
