@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from gpudiag.request import SshRequest
     from gpudiag.runner import SweepObserver, SweepOptions
 
-# --workers auto: one per core, at most this many (each is an interpreter of ~60 MiB, and past a few the
+# --workers auto: one per usable core, at most this many (each is an interpreter of ~60 MiB, and past a few the
 # sshd side, not this one, is what a sweep waits for), and one per this many hosts at least.
 MAX_AUTO_WORKERS = 8
 MIN_HOSTS_PER_WORKER = 50
@@ -60,13 +60,21 @@ def parse_workers(text: str) -> int | None:
 def resolve_workers(wanted: int | None, host_count: int, cpu_count: int | None = None) -> int:
     """How many workers sweep ``host_count`` hosts: ``wanted`` (None: auto), never more than hosts."""
     if wanted is None:
-        cores = cpu_count if cpu_count is not None else os.cpu_count() or 1
+        cores = cpu_count if cpu_count is not None else usable_cores()
         wanted = min(cores, MAX_AUTO_WORKERS, host_count // MIN_HOSTS_PER_WORKER)
     return max(1, min(wanted, host_count))
 
 
 # The workers' split is salted: independent of a --shard split of the same hosts (which it may split again).
 WORKER_SALT = "workers"
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: a Slurm job's or a container's cpuset, not the whole machine's."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
 
 
 def shards(hosts: Sequence[Host], count: int) -> list[tuple[Host, ...]]:
