@@ -46,7 +46,7 @@ SAMPLES_DETAIL = typer.Option(False, "--samples-detail", help="JSON: also every 
 QUIET = typer.Option(False, "--quiet", "-q", help="Print nothing when all is well (exit 0).")
 WORKERS = typer.Option("1", "--workers", help="Processes that share the sweep, each a shard of the hosts with "
                        "its own event loop, merged into one report (a number, or auto: one per usable core, at most 8, "
-                       "one per 50 hosts at least).")
+                       "and at least 50 hosts each).")
 MAX_STARTUPS = typer.Option(None, "--max-startups", min=1, help="SSH handshakes under way at once per bastion "
                             "and per sshd address (default 8: under OpenSSH's MaxStartups 10, past which sshd "
                             "drops new connections). A logged-in session holds none.")
