@@ -47,12 +47,14 @@ def _sweep(inventory: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
 
 
 def _shape(value: Any) -> Any:
-    """The keys of every object (lists by their first element): what a reader of the JSON relies on."""
+    """The keys of every object (a list of objects by its first one): what a reader of the JSON relies on.
+    Plain values are only values: a reading taken twice may differ (a clock reason seen in one run, not in the
+    other; a null where the other run read a number)."""
     if isinstance(value, dict):
         return {k: _shape(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_shape(value[0])] if value else []
-    return type(value).__name__
+        return [_shape(value[0])] if value and isinstance(value[0], dict) else "list"
+    return "value"
 
 
 def _judged(doc: dict[str, Any]) -> list[tuple[str, str, list[tuple[str, str, Any]]]]:
