@@ -44,11 +44,11 @@ LOG_TAIL_MIB = typer.Option(8.0, "--log-tail-mib", min=0.001, max=1024.0, help="
 SAMPLES_DETAIL = typer.Option(False, "--samples-detail", help="JSON: also every raw sample of each GPU (by "
                               "default each GPU's combined readings and its sample count).")
 QUIET = typer.Option(False, "--quiet", "-q", help="Print nothing when all is well (exit 0).")
-WORKERS = typer.Option("1", "--workers", help="Processes that share the sweep, each a shard of the hosts with "
-                       "its own event loop, merged into one report (a number, or auto: one per usable core, at most 8, "
-                       "and at least 50 hosts each).")
+WORKERS = typer.Option("1", "--workers", metavar="N|auto", help="Processes that share the sweep, each a shard "
+                       "of the hosts with its own event loop, merged into one report (auto: one per usable core, "
+                       "at most 8, and at least 50 hosts each).")
 MAX_STARTUPS = typer.Option(None, "--max-startups", min=1, help="SSH handshakes under way at once per bastion "
                             "and per sshd address (default 8: under OpenSSH's MaxStartups 10, past which sshd "
                             "drops new connections). A logged-in session holds none.")
-CONNECT_RATE = typer.Option(None, "--connect-rate", help="New SSH connections a second at most, e.g. 50/s or "
-                            "3000/min (default: no rate, only --max-startups).")
+CONNECT_RATE = typer.Option(None, "--connect-rate", metavar="N/s", help="New SSH connections a second at most, "
+                            "e.g. 50/s or 3000/min (default: no rate, only --max-startups).")
