@@ -191,3 +191,18 @@ def test_a_second_sigint_exits_at_once_and_leaves_no_worker(sshd_cluster, tmp_pa
         time.sleep(0.05)
     assert _group_members(proc.pid) == [], "a worker outlived its parent"
     assert process_ended(hung_pid, wait_s=10.0), "the hung nvidia-smi still runs on the node"
+
+
+def test_a_worker_that_fails_makes_its_hosts_error_rows(tmp_path: Path) -> None:
+    """A worker that cannot sweep (here: its SSH config vanished after the parent checked it) ends with its
+    reason; its hosts become ``error`` rows that say so, and the sweep itself still reports."""
+    hosts = tuple(Host(name=f"node{i:02d}", address="127.0.0.1") for i in range(6))
+    options = SweepOptions(samples=1, interval_s=0.0, deadline_s=30.0)
+    missing = tmp_path / "gone_ssh_config"
+    report = asyncio.run(sweep_in_workers(hosts, options, build_plans(hosts, LogOptions()),
+                                          SshRequest(ssh_config=missing), 2))
+    assert [h.host for h in report.hosts] == [h.name for h in hosts]
+    assert {h.status for h in report.hosts} == {HostStatus.ERROR}
+    assert {h.error for h in report.hosts} == {
+        f"the worker process sweeping this host failed: RequestError: {missing}: no such SSH config file"}
+    assert report.stopped_by is None and report.exit_code == 2
