@@ -80,6 +80,9 @@ def sweep(
                                                   "share of the enforced limit that counts as low (60)."),
     bandwidth_pct: float | None = typer.Option(None, "--bandwidth-mem-util-pct", help="BUSY_LOW_POWER: "
                                                   "memory utilization meaning bandwidth-bound (60)."),
+    workers: str = opt.WORKERS,
+    max_startups: int | None = opt.MAX_STARTUPS,
+    connect_rate: str | None = opt.CONNECT_RATE,
     shard: str | None = typer.Option(None, "--shard", help="Sweep only shard I of N (e.g. 1/4, or auto in a "
                                      "Slurm job array): a stable split by host name; merge with gpudiag merge."),
     save_raw: Path | None = typer.Option(None, "--save-raw", help="Also keep each host's raw collector "
@@ -111,8 +114,10 @@ def sweep(
 ) -> None:
     """Sweep hosts over SSH, read their GPUs and logs, and report what is wrong."""
     from gpudiag.logs import LogOptions
+    from gpudiag.pacing import parse_rate
     from gpudiag.request import HostSelection, SshRequest, SweepRequest, Thresholds, parse_shard
     from gpudiag.runner import SweepOptions
+    from gpudiag.workers import parse_workers
 
     try:
         request = SweepRequest(
@@ -122,7 +127,9 @@ def sweep(
                                 slurm=cli_slurm.selection(slurm_partition, slurm_job, slurm_nodelist, slurm_state)),
             ssh=SshRequest(connect_timeout_s=connect_timeout, login_timeout_s=login_timeout,
                            known_hosts=known_hosts, ssh_config=ssh_config,
-                           accept_new_host_keys=accept_new_host_keys),
+                           accept_new_host_keys=accept_new_host_keys, max_startups=max_startups,
+                           connect_rate_per_s=parse_rate(connect_rate)),
+            workers=parse_workers(workers),
             sweep=SweepOptions(samples=samples, interval_s=interval, deadline_s=timeout, concurrency=concurrency,
                                source=source, raw_dir=save_raw,
                                logs=LogOptions(paths=tuple(log), pack_files=tuple(pack), tail_mib=log_tail_mib)),
@@ -242,22 +249,26 @@ def watch(
     timeout: float = opt.TIMEOUT,
     known_hosts: str | None = opt.KNOWN_HOSTS,
     ssh_config: Path | None = opt.SSH_CONFIG,
+    max_startups: int | None = opt.MAX_STARTUPS,
+    connect_rate: str | None = opt.CONNECT_RATE,
     plain: bool = typer.Option(False, "--plain", help="Print each refresh below the last (no redraw)."),
 ) -> None:
     """Keep one connection per host and refresh a live view: bars, findings as they appear and clear."""
+    from gpudiag.pacing import parse_rate
     from gpudiag.report.live import LiveScreen, render_watch
     from gpudiag.request import HostSelection, RequestError, SshRequest, SweepRequest, open_transport, prepare
     from gpudiag.runner import SweepOptions
     from gpudiag.watch import watch as run_watch
 
     # stream: one collector per host stays on its kept connection and answers every refresh.
-    request = SweepRequest(
-        hosts=HostSelection(targets=tuple(targets or ()), inventory=inventory, user=user, port=port,
-                            identity_file=identity_file, limit=tuple(limit), exclude=tuple(exclude)),
-        ssh=SshRequest(connect_timeout_s=connect_timeout, known_hosts=known_hosts, ssh_config=ssh_config),
-        sweep=SweepOptions(samples=samples, interval_s=interval, deadline_s=timeout, concurrency=concurrency,
-                           stream=True, idle_s=3 * every + timeout))  # three missed refreshes: the collector leaves
     try:
+        request = SweepRequest(
+            hosts=HostSelection(targets=tuple(targets or ()), inventory=inventory, user=user, port=port,
+                                identity_file=identity_file, limit=tuple(limit), exclude=tuple(exclude)),
+            ssh=SshRequest(connect_timeout_s=connect_timeout, known_hosts=known_hosts, ssh_config=ssh_config,
+                           max_startups=max_startups, connect_rate_per_s=parse_rate(connect_rate)),
+            sweep=SweepOptions(samples=samples, interval_s=interval, deadline_s=timeout, concurrency=concurrency,
+                               stream=True, idle_s=3 * every + timeout))  # three missed refreshes: it leaves
         selected = selected_hosts(request.hosts)
         if not selected.hosts:
             raise RequestError("no hosts to watch: give targets or -i INVENTORY")

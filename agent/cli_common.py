@@ -151,17 +151,27 @@ def sweep_report(request: SweepRequest, *, no_hosts: str = "no hosts given") -> 
 
 
 def sweep_selected(request: SweepRequest, selected: SelectedHosts) -> SweepReport:
-    """Sweep the ``selected`` hosts as ``request`` asks (its own host selection is not read again)."""
+    """Sweep the ``selected`` hosts as ``request`` asks (its own host selection is not read again): in this
+    process, or in ``--workers`` processes merged into one report; the live progress follows either."""
     from gpudiag.request import open_transport, prepare
     from gpudiag.runner import sweep
+    from gpudiag.workers import resolve_workers, sweep_in_workers
 
     prepared = prepare(request, selected)
+    workers = resolve_workers(request.workers, len(prepared.hosts))
+
+    def start(stop: asyncio.Event, observer: SweepObserver | None,
+              say: Callable[[str], None]) -> Coroutine[Any, Any, SweepReport]:
+        if workers > 1:
+            return sweep_in_workers(prepared.hosts, prepared.options, prepared.plans, request.ssh, workers,
+                                    stop=stop, observer=observer, on_note=say,
+                                    uvloop=_event_loop[0] is EventLoop.UVLOOP)
+        return sweep(prepared.hosts, open_transport(prepared), prepared.options, plans=prepared.plans, stop=stop,
+                     on_note=say, observer=observer)
+
     # A lowered window (the open-file limit cannot hold the fan-out) is said once, before any connection.
     # SIGINT/SIGTERM stop it: the report then holds what finished, the rest cancelled, and says which signal.
-    transport = open_transport(prepared)
-    return _until_stopped(request.output, len(prepared.hosts), lambda stop, observer, say: sweep(
-        prepared.hosts, transport, prepared.options, plans=prepared.plans, stop=stop, observer=observer,
-        on_note=say))
+    return _until_stopped(request.output, len(prepared.hosts), start)
 
 
 def _until_stopped(output: OutputRequest, total: int | None, start: Callable[

@@ -63,28 +63,34 @@ def grep(
     accept_new_host_keys: bool = opt.ACCEPT_NEW,
     fold: bool = opt.FOLD,
     progress: bool | None = opt.PROGRESS,
+    workers: str = opt.WORKERS,
+    max_startups: int | None = opt.MAX_STARTUPS,
+    connect_rate: str | None = opt.CONNECT_RATE,
 ) -> None:
     """Run one signature across hosts' logs; hosts with identical output are shown once.
 
     Exit 0 when a line matched somewhere, 1 when none did, 2 when a host or a log could not be read."""
     from gpudiag.logs import LogOptions
+    from gpudiag.pacing import parse_rate
     from gpudiag.report.logs_report import grep_document, grep_exit_code, render_grep
     from gpudiag.request import HostSelection, SshRequest, SweepRequest
     from gpudiag.runner import SweepOptions
+    from gpudiag.workers import parse_workers
 
     # A log search reads no GPU (and so no topology); the inventory's GPU thresholds do not apply.
     logs = LogOptions(paths=tuple(log), pack_files=tuple(pack), tail_mib=log_tail_mib, only_signature=signature,
                       keep=lines)
-    request = SweepRequest(
-        hosts=HostSelection(targets=tuple(targets or ()), inventory=inventory, user=user, port=port,
-                            identity_file=identity_file, limit=tuple(limit), exclude=tuple(exclude), local=local),
-        ssh=SshRequest(connect_timeout_s=connect_timeout, login_timeout_s=login_timeout, known_hosts=known_hosts,
-                       ssh_config=ssh_config, accept_new_host_keys=accept_new_host_keys),
-        sweep=SweepOptions(samples=1, interval_s=0.0, deadline_s=timeout, concurrency=concurrency, logs=logs,
-                           gpus=False, context=False),
-        inventory_settings=False, demo=demo,
-        output=output_request(OutputFormat.JSON if as_json else OutputFormat.TABLE, fold=fold, progress=progress))
     try:
+        request = SweepRequest(
+            hosts=HostSelection(targets=tuple(targets or ()), inventory=inventory, user=user, port=port,
+                                identity_file=identity_file, limit=tuple(limit), exclude=tuple(exclude), local=local),
+            ssh=SshRequest(connect_timeout_s=connect_timeout, login_timeout_s=login_timeout, known_hosts=known_hosts,
+                           ssh_config=ssh_config, accept_new_host_keys=accept_new_host_keys,
+                           max_startups=max_startups, connect_rate_per_s=parse_rate(connect_rate)),
+            sweep=SweepOptions(samples=1, interval_s=0.0, deadline_s=timeout, concurrency=concurrency, logs=logs,
+                               gpus=False, context=False),
+            workers=parse_workers(workers), inventory_settings=False, demo=demo,
+            output=output_request(OutputFormat.JSON if as_json else OutputFormat.TABLE, fold=fold, progress=progress))
         report = sweep_report(request, no_hosts="no hosts to search: give targets, -i INVENTORY, --local or --demo")
     except configuration_errors() as exc:
         raise fail(str(exc)) from None

@@ -49,3 +49,11 @@ FOLD = typer.Option(True, "--fold/--no-fold", help="Fold hosts (and GPUs of a ho
                     "row, as clush -b does; --no-fold shows every row (the JSON always has every host).")
 PROGRESS = typer.Option(None, "--progress/--no-progress", help="Live progress on stderr while hosts answer "
                         "(default: when stdout and stderr are a terminal and not --quiet).", show_default=False)
+WORKERS = typer.Option("1", "--workers", metavar="N|auto", help="Processes that share the sweep, each a shard "
+                       "of the hosts with its own event loop, merged into one report (auto: one per usable core, "
+                       "at most 8, and at least 50 hosts each).")
+MAX_STARTUPS = typer.Option(None, "--max-startups", min=1, help="SSH handshakes under way at once per bastion "
+                            "and per sshd address (default 8: under OpenSSH's MaxStartups 10, past which sshd "
+                            "drops new connections). A logged-in session holds none.")
+CONNECT_RATE = typer.Option(None, "--connect-rate", metavar="N/s", help="New SSH connections a second at most, "
+                            "e.g. 50/s or 3000/min (default: no rate, only --max-startups).")

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from gpudiag.logs import LogPlan
     from gpudiag.logs.plan import Planner
     from gpudiag.model import Host, RemoteResult
+    from gpudiag.pacing import Pacing
     from gpudiag.runner import SweepOptions
     from gpudiag.slurm import SlurmNode, SlurmSelection
     from gpudiag.transport import RemoteCommand, SshOptions, Transport
@@ -65,6 +66,20 @@ class SshRequest:
     known_hosts: str | None = None  # None: ~/.ssh/known_hosts and gpudiag's own
     ssh_config: Path | None = None  # None: ~/.ssh/config
     accept_new_host_keys: bool = False
+    max_startups: int | None = None  # --max-startups: handshakes at once per bastion and per sshd (None: default)
+    connect_rate_per_s: float | None = None  # --connect-rate: new connections a second (None: no rate)
+
+    def shared_by(self, workers: int) -> SshRequest:
+        """One of ``workers`` processes' request: the pacing bounds hold for all of them together."""
+        pacing = self.pacing().shared_by(workers)
+        return dataclasses.replace(self, max_startups=pacing.max_startups, connect_rate_per_s=pacing.rate_per_s)
+
+    def pacing(self) -> Pacing:
+        """The handshake bounds; a bad value raises ``PacingError`` (one line)."""
+        from gpudiag.pacing import DEFAULT_MAX_STARTUPS, Pacing
+
+        return Pacing(max_startups=DEFAULT_MAX_STARTUPS if self.max_startups is None else self.max_startups,
+                      rate_per_s=self.connect_rate_per_s)
 
     def options(self, hosts: Sequence[Host], *, keep_connections: bool = False) -> SshOptions:
         """The SSH transport's options, with every host's identity file loaded: a file that is missing or
@@ -72,7 +87,8 @@ class SshRequest:
         from gpudiag.transport import SshOptions
 
         options = SshOptions(connect_timeout_s=self.connect_timeout_s, login_timeout_s=self.login_timeout_s,
-                             accept_new_host_keys=self.accept_new_host_keys, keep_connections=keep_connections)
+                             accept_new_host_keys=self.accept_new_host_keys, keep_connections=keep_connections,
+                             pacing=self.pacing())
         if self.known_hosts:
             options.known_hosts = (self.known_hosts,)
         if self.ssh_config is not None:
@@ -125,6 +141,7 @@ class SweepRequest:
     output: OutputRequest = field(default_factory=OutputRequest)
     drain_on: DrainLevel | None = None  # --drain-on: drain the Slurm nodes with a finding at this level or worse
     dry_run: bool = True  # --dry-run/--yes: print the drain actions, or run them
+    workers: int | None = 1  # --workers: processes that share the sweep (None: auto, from the cores and hosts)
     audit: AuditOptions | None = None
     """``sweep``'s scheduled-audit flags (``--history``, ``--notify``, ``--prom-file``, ``--output``, ...), checked
     here with the output format (:func:`gpudiag.audit.check`); None for the commands that have none."""
@@ -133,6 +150,8 @@ class SweepRequest:
         if self.drain_on is not None and self.hosts.slurm is None:
             raise RequestError("--drain-on needs the nodes from Slurm: add --slurm-partition, --slurm-job, "
                                "--slurm-nodelist or --slurm-state")
+        if self.workers != 1 and self.demo:
+            raise RequestError("--workers: the demo cluster runs inside this one process; drop --workers or --demo")
         if self.audit is not None:
             from gpudiag.audit import check
 

@@ -50,15 +50,16 @@ def shard_from_slurm_array(environ: Mapping[str, str]) -> tuple[int, int]:
     return task - low + 1, count
 
 
-def shard_of(name: str, count: int) -> int:
-    """The shard (1..count) that ``name`` belongs to."""
-    digest = hashlib.sha256(name.encode()).digest()
+def shard_of(name: str, count: int, salt: str = "") -> int:
+    """The shard (1..count) that ``name`` belongs to. A ``salt`` makes a split independent of the unsalted one:
+    ``--workers`` splits a ``--shard`` again, and the same hash would send all of shard 1/2 to worker 1 of 2."""
+    digest = hashlib.sha256((f"{salt}\0{name}" if salt else name).encode()).digest()
     return int.from_bytes(digest[:8], "big") % count + 1
 
 
-def select_shard(hosts: Sequence[Host], index: int, count: int) -> tuple[Host, ...]:
+def select_shard(hosts: Sequence[Host], index: int, count: int, salt: str = "") -> tuple[Host, ...]:
     """The hosts of shard ``index`` of ``count``, in their original order."""
-    return tuple(h for h in hosts if shard_of(h.name, count) == index)
+    return tuple(h for h in hosts if shard_of(h.name, count, salt) == index)
 
 
 def merge(reports: Sequence[tuple[str, SweepReport]]) -> SweepReport:

@@ -26,6 +26,7 @@ from typing import Protocol, Union
 import asyncssh
 
 from gpudiag.model import Host, HostStatus, RemoteResult, UnreachableReason
+from gpudiag.pacing import Pacer, Pacing
 
 DEFAULT_USER_KNOWN_HOSTS = "~/.ssh/known_hosts"
 DEFAULT_GPUDIAG_KNOWN_HOSTS = "~/.config/gpudiag/known_hosts"
@@ -291,6 +292,7 @@ class SshOptions:
     keepalive_count_max: int = 3
     encryption_algs: str = ENCRYPTION_ALGS  # asyncssh's syntax; "default": asyncssh's own order (the benchmark)
     keyring: KeyRing = field(default_factory=KeyRing)
+    pacing: Pacing = field(default_factory=Pacing)  # handshakes at once per bastion and per target, and their rate
 
 
 def bastion_for(target: Host) -> Host:
@@ -301,6 +303,13 @@ def bastion_for(target: Host) -> Host:
     name, colon, port = rest.partition(":")
     return Host(name=name, user=user or target.user, port=int(port) if colon and port.isdigit() else None,
                 identity_file=target.identity_file, known_hosts=target.known_hosts)
+
+
+def _gates(host: Host, tunnelled: bool) -> tuple[str, ...]:
+    """What a handshake with ``host`` goes through, for :class:`~gpudiag.pacing.Pacer`: the sshd it reaches, and
+    the bastion it is tunnelled through."""
+    target = f"sshd {host.target}:{host.port or 22}"
+    return (target, f"bastion {host.jump}") if tunnelled and host.jump else (target,)
 
 
 @dataclass(slots=True)
@@ -352,6 +361,7 @@ class SshTransport:
         self._bastions: dict[Host, asyncio.Task[asyncssh.SSHClientConnection]] = {}
         self._open: dict[Host, asyncssh.SSHClientConnection] = {}  # keep_connections only
         self._collectors: dict[Host, _Collector] = {}  # keep_connections and a streaming command only
+        self._pacer = Pacer(options.pacing)
 
     # -- host keys -------------------------------------------------------------------------------
     def _known_files(self, host: Host) -> tuple[str, ...]:
@@ -383,9 +393,10 @@ class SshTransport:
         """accept-new: record an unknown host's key (the caller checked that none was known when it tried);
         False when the file it is recorded in holds another key for it by now."""
         port = host.port or 22
-        key = await asyncio.wait_for(
-            asyncssh.get_server_host_key(host.target, port, tunnel=tunnel if tunnel is not None else ()),
-            self.options.connect_timeout_s)
+        async with self._pacer.handshake(_gates(host, tunnel is not None)):
+            key = await asyncio.wait_for(
+                asyncssh.get_server_host_key(host.target, port, tunnel=tunnel if tunnel is not None else ()),
+                self.options.connect_timeout_s)
         if key is None:
             return False
         name = host.target if port == 22 else f"[{host.target}]:{port}"
@@ -446,7 +457,8 @@ class SshTransport:
             kwargs = self._connect_kwargs(host)
             if tunnel is not None:
                 kwargs["tunnel"] = tunnel
-            return await asyncssh.connect(host.target, **kwargs)
+            async with self._pacer.handshake(_gates(host, tunnel is not None)):
+                return await asyncssh.connect(host.target, **kwargs)
         except asyncssh.HostKeyNotVerifiable as exc:
             rejected = exc
         except Exception as exc:

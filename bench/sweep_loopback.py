@@ -80,6 +80,13 @@ which it should be close to, and against connect timeout + healthy sweep, which 
 could not serve N hosts" means the cluster did not come up at that size; an ``ok`` below N/N means some hosts
 did not answer that tool.
 
+``--workers-ab VARIANTS`` runs none of this either: only the gpudiag CLI with one sample at its default fan-out,
+once per variant (comma-separated: a ``--workers`` count, then any other sweep flags), ``--rounds`` times (the
+order reversed each round), with the load average before and after::
+
+    python3 bench/sweep_loopback.py --sizes 1000 --workers-ab '1,2,2 --connect-rate 50/s'
+
+
 ``--cipher-ab PAIRS`` runs none of this either: only the in-process sweep and the floor, with each cipher
 order, PAIRS times alternating, with the mean and spread of their client CPU per host.
 
@@ -102,6 +109,7 @@ import json
 import logging
 import os
 import resource
+import shlex
 import shutil
 import socket
 import statistics
@@ -720,6 +728,39 @@ def cipher_ab(cluster: SshdCluster, size: int, pairs: int) -> None:
               f"ok {min(r.answered for r in rows)}/{size}; other CPU {max(r.other_cpu_s for r in rows):.2f} s at most)")
 
 
+def workers_ab(cluster: SshdCluster, work: Path, size: int, workers: Sequence[str], rounds: int) -> None:
+    """The CLI with one sample at its default fan-out, once per variant of ``workers`` ("2", "2 --connect-rate
+    50/s": a ``--workers`` count and other flags), ``rounds`` times with the order reversed each round (the
+    machine's load drifts): wall, CPU, and what limits it."""
+    hosts = cluster.extra_hosts(size)
+    inventory = write_inventory(work / "inventory.yaml", cluster, hosts)
+    gpudiag_cli(cluster, write_inventory(work / "warm.yaml", cluster, hosts[:4]), ["--samples", "1"], "warm-up")
+    one = ["--samples", "1", "--interval", "0"]
+    rows: list[Row] = []
+    print(f"load average before: {_loadavg()}; open-file limit {resource.getrlimit(resource.RLIMIT_NOFILE)}")
+    for n in range(rounds):
+        for count in (workers if n % 2 == 0 else list(reversed(workers))):
+            count_arg, *flags = shlex.split(count)
+            rows.append(gpudiag_cli(cluster, inventory, [*one, "--workers", count_arg, *flags],
+                                    f"gpudiag CLI, 1 sample, --workers {count}")[0])
+    print(f"load average after: {_loadavg()}")
+    print(table(rows, rows[0], size))
+    for count in workers:
+        mine = [r for r in rows if r.tool.endswith(f"--workers {count}")]
+        walls = ", ".join(f"{r.wall_s:.2f}" for r in mine)
+        print(f"  --workers {count}: wall {statistics.mean(r.wall_s for r in mine):.2f} s mean ({walls}), client "
+              f"CPU {statistics.mean(r.cpu_s for r in mine):.2f} s, sshd side "
+              f"{statistics.mean(r.sshd_cpu_s for r in mine):.2f} s, ok {min(r.answered for r in mine)}/{size}")
+    print("bottleneck (client CPU vs sshd-side CPU; client and servers share these cores):")
+    print("\n".join(bottleneck(rows)))
+
+
+def _loadavg() -> str:
+    with contextlib.suppress(OSError):
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    return "-"
+
+
 # -- one size -------------------------------------------------------------------------------------
 def summary(rows: Sequence[Row], size: int, node: Sequence[NodeCost]) -> list[str]:
     """The targets: client CPU per host against the asyncssh floor and the peers, node-side CPU per host."""
@@ -763,7 +804,7 @@ def summary(rows: Sequence[Row], size: int, node: Sequence[NodeCost]) -> list[st
 
 
 def bench_size(size: int, call_ms: float, node: Sequence[NodeCost], profile: str | None = None,
-               cipher_pairs: int = 0) -> None:
+               cipher_pairs: int = 0, workers: Sequence[str] = (), rounds: int = 2) -> None:
     print(f"\n== {size} hosts " + "=" * 80)
     with tempfile.TemporaryDirectory(prefix="gpudiag-bench-") as tmp, contextlib.ExitStack() as stack:
         work = Path(tmp)
@@ -783,6 +824,8 @@ def bench_size(size: int, call_ms: float, node: Sequence[NodeCost], profile: str
             profile_client(cluster, size, profile)
         elif cipher_pairs:
             cipher_ab(cluster, size, cipher_pairs)
+        elif workers:
+            workers_ab(cluster, work, size, workers, rounds)
         else:
             run_size(cluster, work, size, node)
 
@@ -862,7 +905,13 @@ def main() -> None:
     parser.add_argument("--cipher-ab", type=int, default=0, metavar="PAIRS",
                         help="instead of the comparison: PAIRS alternating runs of the in-process sweep and of the "
                              "asyncssh floor with AES-GCM first and with chacha20 first")
+    parser.add_argument("--workers-ab", default="", metavar="VARIANTS",
+                        help="instead of the comparison: the CLI (one sample) with each of these --workers "
+                             "counts, each optionally followed by other sweep flags (e.g. '1,2,2 --connect-rate "
+                             "50/s'), --rounds times, the order reversed each round")
+    parser.add_argument("--rounds", type=int, default=2, help="--workers-ab: rounds (default 2)")
     args = parser.parse_args()
+    workers = [w.strip() for w in args.workers_ab.split(",") if w.strip()]
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # pdsh/clush/gpudiag children inherit it
     wanted = max(sizes) * 8 + 256
@@ -875,7 +924,7 @@ def main() -> None:
     print(f"start-up, median of 5: python3 -c pass {startup_s([sys.executable, '-c', 'pass']):.3f} s, "
           f"python3 -m gpudiag.cli --help {startup_s([sys.executable, '-m', 'gpudiag.cli', '--help']):.3f} s")
     node: list[NodeCost] = []
-    if not (args.profile or args.cipher_ab):
+    if not (args.profile or args.cipher_ab or workers):
         with tempfile.TemporaryDirectory(prefix="gpudiag-node-cost-") as tmp:
             node = node_costs(stub_env(Path(tmp), args.call_ms), NODE_COST_RUNS)
         print(f"\na simulated node's commands (bench/node_cost.py --stub --call-ms {args.call_ms:g}, "
@@ -883,7 +932,8 @@ def main() -> None:
         print(cost_table(node))
     try:
         for size in sizes:
-            bench_size(size, args.call_ms, node, profile=args.profile, cipher_pairs=args.cipher_ab)
+            bench_size(size, args.call_ms, node, profile=args.profile, cipher_pairs=args.cipher_ab, workers=workers,
+                       rounds=args.rounds)
     except SshdUnavailable as exc:
         print(f"cannot run: {exc}")
         sys.exit(1)

@@ -234,12 +234,12 @@ def install_fake_bin(bin_dir: Path, scenarios: Mapping[str, str], state_dir: Pat
 
 
 def _sshd_config(work: Path, n: int, port: int, addresses: list[str], envs: Mapping[str, str],
-                 keys: Mapping[str, Path], penalties: bool) -> Path:
+                 keys: Mapping[str, Path], penalties: bool, max_startups: str = "1000") -> Path:
     lines = [f"Port {port}", *(f"ListenAddress {a}" for a in addresses),
              f"HostKey {keys['host']}", f"PidFile {work / f'sshd-{n}.pid'}",
              f"AuthorizedKeysFile {keys['authorized']}", "UsePAM no", "StrictModes no",
              "PasswordAuthentication no", "KbdInteractiveAuthentication no",
-             "PermitRootLogin prohibit-password", "MaxStartups 1000", "MaxSessions 100", "UseDNS no",
+             "PermitRootLogin prohibit-password", f"MaxStartups {max_startups}", "MaxSessions 100", "UseDNS no",
              "PrintMotd no", "PrintLastLog no", "LogLevel INFO"]
     if penalties:  # OpenSSH >= 9.8 would otherwise lock out 127.0.0.1 after the wrong-host-key tests
         lines.append("PerSourcePenalties no")
@@ -280,9 +280,12 @@ def _end_hung_stubs(state_dir: Path, stub_paths: tuple[Path, ...]) -> None:
 
 @contextlib.contextmanager
 def running_cluster(work: Path, *, extra_healthy: int = EXTRA_HEALTHY_HOSTS,
-                    scenarios: Mapping[str, str] = SCENARIO_ADDRESSES, call_ms: float = 0.0) -> Iterator[SshdCluster]:
+                    scenarios: Mapping[str, str] = SCENARIO_ADDRESSES, call_ms: float = 0.0,
+                    max_startups: str = "1000") -> Iterator[SshdCluster]:
     """Start the cluster in the empty folder ``work``; stop it (and any hung stub) on exit. ``call_ms``:
-    how long each nvidia-smi call lasts at least (``GPUDIAG_FAKE_CALL_MS``; 0, the default: no delay)."""
+    how long each nvidia-smi call lasts at least (``GPUDIAG_FAKE_CALL_MS``; 0, the default: no delay).
+    ``max_startups``: each sshd's ``MaxStartups`` (the default lets a benchmark's fan-out through; the pacing
+    test sets a low one, as a bastion might have)."""
     sshd = shutil.which("sshd") or next((p for p in ("/usr/sbin/sshd", "/usr/local/sbin/sshd")
                                          if os.access(p, os.X_OK)), None)
     missing = [name for name, path in (("sshd", sshd), ("ssh-keygen", shutil.which("ssh-keygen")),
@@ -337,7 +340,7 @@ def running_cluster(work: Path, *, extra_healthy: int = EXTRA_HEALTHY_HOSTS,
             logs = [work / f"sshd-{n}.log" for n in range(len(groups))]
             try:
                 for n, group in enumerate(groups):
-                    config = _sshd_config(work, n, port, group, envs, keys, penalties)
+                    config = _sshd_config(work, n, port, group, envs, keys, penalties, max_startups)
                     with logs[n].open("ab") as log:
                         procs.append(subprocess.Popen([sshd, "-D", "-e", "-f", str(config)],
                                                       stdin=subprocess.DEVNULL, stdout=log, stderr=log))
