@@ -17,7 +17,7 @@ import typer
 
 from gpudiag import cli_audit, cli_logs, cli_slurm
 from gpudiag import cli_options as opt
-from gpudiag.choices import DrainLevel, EventLoop, Source
+from gpudiag.choices import DrainLevel, EventLoop, Source, TextFormat
 from gpudiag.cli_common import (
     EXIT_CANNOT_RUN,
     configuration_errors,
@@ -31,20 +31,41 @@ from gpudiag.cli_common import (
 )
 from gpudiag.report import OutputFormat
 
+INVENTORY_SCHEMA = "gpudiag.inventory/1"  # gpudiag inventory --format json: {"schema", "hosts": [...]}
+
 # The CLI imports the layers below (and the request, ~1 ms per dataclass) where a command runs, so that
 # `gpudiag --help` starts fast.
 if TYPE_CHECKING:
     from gpudiag.model import SweepReport
     from gpudiag.watch import Changes
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
+# -h as well as --help, on every command (click passes help_option_names down to the subcommands' contexts).
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
 
 
-@app.callback()
-def _global(event_loop: EventLoop = typer.Option(EventLoop.ASYNCIO, "--event-loop", envvar="GPUDIAG_EVENT_LOOP",
-                                                 help="asyncio (default) or uvloop (faster, when installed).")
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"gpudiag {version('gpudiag')}")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            typer.echo("gpudiag (not installed: version unknown)")
+        raise typer.Exit(0)
+
+
+@app.callback(invoke_without_command=True)
+def _global(ctx: typer.Context,
+            event_loop: EventLoop = typer.Option(EventLoop.ASYNCIO, "--event-loop", envvar="GPUDIAG_EVENT_LOOP",
+                                                 help="asyncio (default) or uvloop (faster, when installed)."),
+            _show_version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
+                                               help="Print gpudiag's version and exit."),
             ) -> None:
     """Agentless GPU health sweep over SSH: what is wrong with the GPUs of a cluster."""
+    if ctx.invoked_subcommand is None:  # bare `gpudiag`: the help, and success (not a usage error)
+        typer.echo(ctx.get_help())
+        raise typer.Exit(0)
     use_event_loop(event_loop)
 
 
@@ -197,7 +218,8 @@ def inventory_cmd(
     inventory: Path = typer.Option(..., "--inventory", "-i", help="Inventory YAML file."),
     limit: list[str] = typer.Option([], "--limit", help="Only these groups or host patterns."),
     exclude: list[str] = typer.Option([], "--exclude", help="Leave out these host patterns."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    fmt: TextFormat = opt.TEXT_FORMAT,
+    deprecated_json: bool = opt.JSON_ALIAS,
 ) -> None:
     """Print the expanded host list with each host's effective settings."""
     import json
@@ -210,8 +232,8 @@ def inventory_cmd(
     except (InventoryError, ValueError) as exc:
         raise fail(str(exc)) from None
     rows = describe(selected.hosts)
-    if as_json:
-        typer.echo(json.dumps(rows, indent=2))
+    if opt.wants_json(fmt, deprecated_json):
+        typer.echo(json.dumps({"schema": INVENTORY_SCHEMA, "hosts": rows}, indent=2))
         return
     from gpudiag.report.inventory_table import render_inventory
 
@@ -335,7 +357,7 @@ def _click_classes(name: str) -> tuple[type[BaseException], ...]:
 def main() -> None:
     """Console entry point: run the app, mapping click's usage errors (exit 2) to exit 3."""
     try:
-        code = app(standalone_mode=False)
+        code = app(standalone_mode=False, prog_name="gpudiag")  # also as python -m gpudiag.cli
     except _click_classes("ClickException") as exc:
         exc.show()  # type: ignore[attr-defined]
         sys.exit(EXIT_CANNOT_RUN)

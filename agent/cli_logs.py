@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 
 from gpudiag import cli_options as opt
+from gpudiag.choices import TextFormat
 from gpudiag.cli_common import configuration_errors, fail, sweep_report
 
 
@@ -52,7 +53,8 @@ def grep(
     lines: int = typer.Option(3, "--lines", "-n", min=1, max=100, help="Recent matching lines shown per log."),
     demo: bool = typer.Option(False, "--demo", help="Search the built-in simulated cluster's logs."),
     local: bool = typer.Option(False, "--local", help="Also search this machine's logs, without SSH."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+    fmt: TextFormat = opt.TEXT_FORMAT,
+    deprecated_json: bool = opt.JSON_ALIAS,
     concurrency: int = opt.CONCURRENCY,
     connect_timeout: float = opt.CONNECT_TIMEOUT,
     login_timeout: float = opt.LOGIN_TIMEOUT,
@@ -84,5 +86,6 @@ def grep(
         report = sweep_report(request, no_hosts="no hosts to search: give targets, -i INVENTORY, --local or --demo")
     except configuration_errors() as exc:
         raise fail(str(exc)) from None
+    as_json = opt.wants_json(fmt, deprecated_json)
     typer.echo(grep_document(report, signature) if as_json else render_grep(report, signature))
     raise typer.Exit(report.exit_code if report.stopped_by else grep_exit_code(report, signature))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from gpudiag.choices import Source
+from gpudiag.choices import Source, TextFormat
 from gpudiag.report import OutputFormat
 
 INVENTORY = typer.Option(None, "--inventory", "-i", help="Inventory YAML file.")
@@ -44,3 +44,13 @@ LOG_TAIL_MIB = typer.Option(8.0, "--log-tail-mib", min=0.001, max=1024.0, help="
 SAMPLES_DETAIL = typer.Option(False, "--samples-detail", help="JSON: also every raw sample of each GPU (by "
                               "default each GPU's combined readings and its sample count).")
 QUIET = typer.Option(False, "--quiet", "-q", help="Print nothing when all is well (exit 0).")
+# inventory and grep print a table (text) or JSON; --json was their flag before --format (kept, hidden).
+TEXT_FORMAT = typer.Option(TextFormat.TABLE, "--format", "-f", help="table or json.")
+JSON_ALIAS = typer.Option(False, "--json", hidden=True, help="Deprecated: --format json.")
+
+
+def wants_json(fmt: TextFormat, deprecated_json: bool) -> bool:
+    """Whether ``--format`` (or the deprecated ``--json``, saying so on stderr) asks for JSON."""
+    if deprecated_json:
+        typer.echo("gpudiag: --json is deprecated; use --format json", err=True)
+    return deprecated_json or fmt is TextFormat.JSON
