@@ -77,6 +77,7 @@ def sweep(
     user: str | None = opt.USER,
     port: int | None = opt.PORT,
     identity_file: str | None = opt.IDENTITY_FILE,
+    jump: str | None = opt.JUMP,
     limit: list[str] = opt.LIMIT,
     exclude: list[str] = opt.EXCLUDE,
     demo: bool = typer.Option(False, "--demo", help="Sweep a built-in simulated cluster over real SSH on "
@@ -134,7 +135,7 @@ def sweep(
     try:
         request = SweepRequest(
             hosts=HostSelection(targets=tuple(targets or ()), inventory=inventory, user=user, port=port,
-                                identity_file=identity_file, limit=tuple(limit), exclude=tuple(exclude),
+                                identity_file=identity_file, jump=jump, limit=tuple(limit), exclude=tuple(exclude),
                                 local=local, shard=parse_shard(shard),
                                 slurm=cli_slurm.selection(slurm_partition, slurm_job, slurm_nodelist, slurm_state)),
             ssh=SshRequest(connect_timeout_s=connect_timeout, login_timeout_s=login_timeout,
@@ -247,6 +248,7 @@ def watch(
     user: str | None = opt.USER,
     port: int | None = opt.PORT,
     identity_file: str | None = opt.IDENTITY_FILE,
+    jump: str | None = opt.JUMP,
     limit: list[str] = opt.LIMIT,
     exclude: list[str] = opt.EXCLUDE,
     every: float = typer.Option(5.0, "--every", min=0.0, help="Seconds from one refresh to the next."),
@@ -269,7 +271,7 @@ def watch(
     # stream: one collector per host stays on its kept connection and answers every refresh.
     request = SweepRequest(
         hosts=HostSelection(targets=tuple(targets or ()), inventory=inventory, user=user, port=port,
-                            identity_file=identity_file, limit=tuple(limit), exclude=tuple(exclude)),
+                            identity_file=identity_file, jump=jump, limit=tuple(limit), exclude=tuple(exclude)),
         ssh=SshRequest(connect_timeout_s=connect_timeout, known_hosts=known_hosts, ssh_config=ssh_config),
         sweep=SweepOptions(samples=samples, interval_s=interval, deadline_s=timeout, concurrency=concurrency,
                            stream=True, idle_s=3 * every + timeout))  # three missed refreshes: the collector leaves

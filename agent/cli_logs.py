@@ -45,6 +45,7 @@ def grep(
     user: str | None = opt.USER,
     port: int | None = opt.PORT,
     identity_file: str | None = opt.IDENTITY_FILE,
+    jump: str | None = opt.JUMP,
     limit: list[str] = opt.LIMIT,
     exclude: list[str] = opt.EXCLUDE,
     log: list[str] = opt.LOG,
@@ -76,7 +77,8 @@ def grep(
                       keep=lines)
     request = SweepRequest(
         hosts=HostSelection(targets=tuple(targets or ()), inventory=inventory, user=user, port=port,
-                            identity_file=identity_file, limit=tuple(limit), exclude=tuple(exclude), local=local),
+                            identity_file=identity_file, jump=jump, limit=tuple(limit), exclude=tuple(exclude),
+                            local=local),
         ssh=SshRequest(connect_timeout_s=connect_timeout, login_timeout_s=login_timeout, known_hosts=known_hosts,
                        ssh_config=ssh_config, accept_new_host_keys=accept_new_host_keys),
         sweep=SweepOptions(samples=1, interval_s=0.0, deadline_s=timeout, concurrency=concurrency, logs=logs,

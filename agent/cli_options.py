@@ -11,6 +11,8 @@ INVENTORY = typer.Option(None, "--inventory", "-i", help="Inventory YAML file.")
 USER = typer.Option(None, "--user", "-u", help="SSH user for the targets.")
 PORT = typer.Option(None, "--port", "-p", help="SSH port for the targets.")
 IDENTITY_FILE = typer.Option(None, "--identity-file", help="Private key (loaded once per run).")
+JUMP = typer.Option(None, "--jump", "-J", help="Reach every host through this bastion, [user@]host[:port] "
+                    "(ssh -J; an IPv6 one in brackets: ops@[::1]:22).")
 LIMIT = typer.Option([], "--limit", help="Only these groups or host patterns (repeatable).")
 EXCLUDE = typer.Option([], "--exclude", help="Leave out these host patterns (repeatable).")
 FORMAT = typer.Option(OutputFormat.TABLE, "--format", "-f", help="table, json or html (one self-contained page; "

@@ -47,6 +47,7 @@ class HostSelection:
     user: str | None = None  # --user, --port, --identity-file: override the targets' and the inventory's
     port: int | None = None
     identity_file: str | None = None
+    jump: str | None = None  # -J [user@]bastion[:port]: every host through this bastion (overrides the inventory's)
     limit: tuple[str, ...] = ()  # only these groups or host patterns
     exclude: tuple[str, ...] = ()  # leave out these host patterns
     local: bool = False  # also this machine, without SSH
@@ -190,6 +191,13 @@ def select_hosts(selection: HostSelection) -> SelectedHosts:
     if selection.inventory is not None and (user or port or identity_file):
         hosts = [dataclasses.replace(h, user=user or h.user, port=port or h.port,
                                      identity_file=identity_file or h.identity_file) for h in hosts]
+    if selection.jump is not None:
+        from gpudiag.inventory import valid_jump
+
+        if not valid_jump(selection.jump):
+            raise RequestError(f"-J {selection.jump}: expected [user@]host[:port] (an IPv6 host in brackets: "
+                               "ops@[::1]:22)")
+        hosts = [dataclasses.replace(h, jump=selection.jump) if not h.is_local else h for h in hosts]
     unique = {h.name: h for h in reversed(hosts)}  # a host given twice is swept once (first wins)
     chosen = select([h for h in hosts if unique.get(h.name) is h], selection.limit, selection.exclude)
     nodes = None

@@ -182,8 +182,8 @@ def test_silent_host_costs_the_connect_timeout_not_the_sweep(sshd_cluster, silen
     report = run_sweep([silent, *sshd_cluster.hosts("healthy")], connect_timeout_s=1.0)
     dead, healthy = report.hosts
     assert dead.status is HostStatus.UNREACHABLE
-    assert dead.error == ("no SSH login to 127.0.0.1 within 1 s (--connect-timeout: TCP connect, SSH banner, "
-                          "key exchange, authentication)")
+    assert dead.error == (f"no SSH login to 127.0.0.1:{silent_listener} within 1 s (--connect-timeout: TCP connect, "
+                          "SSH banner, key exchange, authentication)")
     assert healthy.status is HostStatus.OK
 
 
