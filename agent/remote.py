@@ -52,6 +52,14 @@ _WATCHED_LOADER = ("import os,sys,threading;b=sys.stdin.buffer.read(%d);threadin
                    "exec(compile(b,'<gpudiag>','exec'))")
 
 
+def call_bound_s(deadline_s: float, samples: int, interval_s: float) -> float:
+    """How long one call on the node (an nvidia-smi, the NVML reader past its sampling window) may take before
+    it is killed and reported as hung: a third of what the deadline leaves beside the sampling window, so that
+    a hung call, the calls that still answer and the trip home fit inside the deadline, and the host answers
+    "ok, nvidia-smi hung" instead of timing out. At least 1 s (a real nvidia-smi takes ~0.1-1 s)."""
+    return round(max(1.0, (deadline_s - samples * interval_s) / 3), 1)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CollectorCall:
     """The command line and stdin for one collection."""
@@ -83,8 +91,9 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
     fields = [f"{logical}={'|'.join(names)}" for logical, names in smi_fields()]
     notes = ["@note=the logs were not scanned: the log scan needs python3, which this node lacks"] if logs else []
     deadline = f"{max(1, round(deadline_s))}"
+    bound = call_bound_s(deadline_s, samples, interval_s)
     config: dict[str, object] = {"samples": samples, "interval_s": interval_s, "source": source.value,
-                                 "call_timeout_s": max(1.0, deadline_s)}
+                                 "call_timeout_s": bound}
     if logs:
         config["logs"] = [dict(s) for s in logs]
     if context:
@@ -103,7 +112,7 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
     wrapper = [] if stream else ["timeout", "-k", str(KILL_AFTER_S), deadline]
     loader = _LOADER if stream else _WATCHED_LOADER
     args = [loader % len(script), deadline if stream else "", fallback_source(), str(samples), f"{interval_s:g}",
-            *notes, *fields]
+            f"@bound={bound:g}", *notes, *fields]
     command = " ".join([*wrapper, "sh", "-c", shlex.quote(_DISPATCH), "gpudiag", *(shlex.quote(a) for a in args)])
     # A streaming collector answers one round per line: the first line rides along with the bundle, so a
     # transport that runs it once (and closes stdin) gets one document, as from a one-shot collector.

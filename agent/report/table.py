@@ -21,7 +21,7 @@ from rich.console import Console, JustifyMethod, RenderableType
 from rich.padding import Padding
 from rich.table import Table
 
-from gpudiag.model import Finding, GpuReading, HostReport, Severity, SmiStatus, SweepReport, worst
+from gpudiag.model import Finding, GpuReading, HostReport, Severity, SmiStatus, SweepReport, host_status_label, worst
 from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
 from gpudiag.report.evidence import evidence_lines
 from gpudiag.report.terminal import safe, safe_text
@@ -192,7 +192,7 @@ def host_block(host: HostReport) -> HostBlock:
     """The host's block: its GPU rows (or a message), and its finding codes."""
     codes = tuple(sorted((-1 if f.gpu is None else f.gpu, f.code, int(f.severity)) for f in host.findings))
     if not host.gpus:
-        return HostBlock(status=host.status.value, message=_no_gpu_message(host), codes=codes)
+        return HostBlock(status=host_status_label(host), message=_no_gpu_message(host), codes=codes)
     rows = []
     for gpu in sorted(host.gpus, key=lambda g: g.index):
         severities = [f.severity for f in host.findings if f.gpu == gpu.index]
