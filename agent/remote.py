@@ -54,10 +54,11 @@ _WATCHED_LOADER = ("import os,sys,threading;b=sys.stdin.buffer.read(%d);threadin
 
 def call_bound_s(deadline_s: float, samples: int, interval_s: float) -> float:
     """How long one call on the node (an nvidia-smi, the NVML reader past its sampling window) may take before
-    it is killed and reported as hung: a third of what the deadline leaves beside the sampling window, so that
-    a hung call, the calls that still answer and the trip home fit inside the deadline, and the host answers
-    "ok, nvidia-smi hung" instead of timing out. At least 1 s (a real nvidia-smi takes ~0.1-1 s)."""
-    return round(max(1.0, (deadline_s - samples * interval_s) / 3), 1)
+    it is killed and reported as hung: half of what the deadline leaves beside the sampling window. The
+    sampling stops at a hung call, so the window, one hung call and the trip home fit inside the deadline and
+    the host answers "ok, gpus: hung" instead of timing out; half, not less, so that a slow but working
+    nvidia-smi on a loaded node (seconds) is not called hung. At least 1 s (a real one takes ~0.1-1 s)."""
+    return round(max(1.0, (deadline_s - samples * interval_s) / 2), 1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
