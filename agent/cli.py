@@ -261,10 +261,19 @@ def watch(
     known_hosts: str | None = opt.KNOWN_HOSTS,
     ssh_config: Path | None = opt.SSH_CONFIG,
     plain: bool = typer.Option(False, "--plain", help="Print each refresh below the last (no redraw)."),
+    demo: bool = typer.Option(False, "--demo", help="Watch the built-in simulated cluster (as sweep --demo)."),
 ) -> None:
     """Keep one connection per host and refresh a live view: bars, findings as they appear and clear."""
     from gpudiag.report.live import LiveScreen, render_watch
-    from gpudiag.request import HostSelection, RequestError, SshRequest, SweepRequest, open_transport, prepare
+    from gpudiag.request import (
+        HostSelection,
+        RequestError,
+        SshRequest,
+        SweepRequest,
+        open_transport,
+        prepare,
+        prepare_demo,
+    )
     from gpudiag.runner import SweepOptions
     from gpudiag.watch import watch as run_watch
 
@@ -276,13 +285,15 @@ def watch(
         sweep=SweepOptions(samples=samples, interval_s=interval, deadline_s=timeout, concurrency=concurrency,
                            stream=True, idle_s=3 * every + timeout))  # three missed refreshes: the collector leaves
     try:
-        selected = selected_hosts(request.hosts)
-        if not selected.hosts:
-            raise RequestError("no hosts to watch: give targets or -i INVENTORY")
-        prepared = prepare(request, selected)
+        if demo:
+            options, planner, nodes = prepare_demo(request)
+        else:
+            selected = selected_hosts(request.hosts)
+            if not selected.hosts:
+                raise RequestError("no hosts to watch: give targets, -i INVENTORY or --demo")
+            prepared = prepare(request, selected)
     except configuration_errors() as exc:
         raise fail(str(exc)) from None
-    transport = open_transport(prepared)
     live = sys.stdout.isatty() and not plain
     screen = LiveScreen() if live else None
 
@@ -295,8 +306,14 @@ def watch(
 
     try:
         with screen if screen is not None else contextlib.nullcontext():
-            last = run_async(run_watch(prepared.hosts, transport, prepared.options, plans=prepared.plans,
-                                       every_s=every, count=count, on_refresh=show))
+            if demo:
+                from gpudiag.simulate.demo import watch_demo
+
+                last = run_async(watch_demo(options, every_s=every, count=count, on_refresh=show, planner=planner,
+                                            connect_timeout_s=connect_timeout, nodes=nodes))
+            else:
+                last = run_async(run_watch(prepared.hosts, open_transport(prepared), prepared.options,
+                                           plans=prepared.plans, every_s=every, count=count, on_refresh=show))
     except KeyboardInterrupt:
         typer.echo("gpudiag: watch stopped", err=True)
         raise typer.Exit(130) from None

@@ -129,8 +129,12 @@ def sweep_report(request: SweepRequest, *, no_hosts: str = "no hosts given") -> 
     if request.demo:
         from gpudiag.simulate.demo import sweep_demo
 
-        options, planner = prepare_demo(request)
-        return run_async(sweep_demo(options, planner=planner))
+        options, planner, nodes = prepare_demo(request)
+        stopped_by: list[str] = []
+        report = run_async(until_signal(lambda stop: sweep_demo(
+            options, planner=planner, nodes=nodes, connect_timeout_s=request.ssh.connect_timeout_s, stop=stop),
+            stopped_by))
+        return dataclasses.replace(report, stopped_by=stopped_by[0]) if stopped_by else report
     selected = selected_hosts(request.hosts)
     if not selected.hosts and request.hosts.shard is None:
         raise RequestError(no_hosts)
