@@ -262,6 +262,8 @@ def watch(
     ssh_config: Path | None = opt.SSH_CONFIG,
     plain: bool = typer.Option(False, "--plain", help="Print each refresh below the last (no redraw)."),
     demo: bool = typer.Option(False, "--demo", help="Watch the built-in simulated cluster (as sweep --demo)."),
+    fmt: TextFormat = typer.Option(TextFormat.TABLE, "--format", "-f", help="table (the live view) or json: one "
+                                   "gpudiag.sweep/2 document per refresh, one a line (JSON Lines)."),
 ) -> None:
     """Keep one connection per host and refresh a live view: bars, findings as they appear and clear."""
     from gpudiag.report.live import LiveScreen, render_watch
@@ -294,10 +296,17 @@ def watch(
             prepared = prepare(request, selected)
     except configuration_errors() as exc:
         raise fail(str(exc)) from None
-    live = sys.stdout.isatty() and not plain
+    live = sys.stdout.isatty() and not plain and fmt is TextFormat.TABLE
     screen = LiveScreen() if live else None
 
     def show(refresh: int, report: SweepReport, change: Changes) -> None:
+        if fmt is TextFormat.JSON:
+            import json
+
+            from gpudiag.report.json_report import to_document
+
+            typer.echo(json.dumps(to_document(report), separators=(",", ":")))
+            return
         text = render_watch(refresh, count, report, appeared=change.appeared, cleared=change.cleared, color=live)
         if screen is not None:
             screen.show(text)

@@ -107,3 +107,12 @@ def test_watch_demo_refreshes_the_chosen_hosts() -> None:
     assert [line.split(" at ")[0] for line in done.stdout.splitlines() if line.startswith("refresh ")] == [
         "refresh 1/2", "refresh 2/2"]
     assert "train-h200-01" in done.stdout and "sglang-glm5" not in done.stdout
+
+
+def test_watch_json_is_one_sweep_document_a_line() -> None:
+    done = invoke("watch", "--demo", "train-h200-01", "--count", "2", "--every", "0", "--samples", "1",
+                  "--format", "json")
+    assert done.exit_code == 0, done.output
+    docs = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(d["schema"], [h["host"] for h in d["hosts"]]) for d in docs] == [
+        ("gpudiag.sweep/2", ["train-h200-01"])] * 2
