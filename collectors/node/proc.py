@@ -87,7 +87,7 @@ def run(argv, timeout_s, limit=MAX_TEXT, raw_stdout=False):
             for stream in (child.stdout, child.stderr):
                 stream.close()
         HUNG.append({"call": call_name(argv), "after_s": round(time.monotonic() - started, 1)})
-        return TIMED_OUT, empty, "no answer in %.0f s: killed" % timeout_s
+        return TIMED_OUT, empty, "no answer in %g s: killed" % round(timeout_s, 1)
     out = out if raw_stdout else out[:limit].decode("utf-8", "replace")
     return child.returncode, out, err[:limit].decode("utf-8", "replace")
 

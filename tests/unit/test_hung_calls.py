@@ -47,7 +47,7 @@ def test_a_call_past_its_bound_is_killed_with_its_children(tmp_path: Path) -> No
     pid_file = tmp_path / "grandchild.pid"
     del proc.HUNG[:]
     code, out, err = proc.run(["sh", "-c", f"sleep 60 & echo $! > {pid_file}; wait"], 0.5)
-    assert (code, out, err) == (124, "", "no answer in 0 s: killed")
+    assert (code, out, err) == (124, "", "no answer in 0.5 s: killed")
     assert [h["call"] for h in proc.HUNG] == ["sh -c"] and 0.5 <= proc.HUNG[0]["after_s"] < 5
     assert _ended(int(pid_file.read_text()))  # the child it started holds no pipe and burns no slot
     del proc.HUNG[:]
