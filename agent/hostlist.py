@@ -82,7 +82,7 @@ def split_endpoint(word: str) -> Endpoint:
 
 def _port(word: str, text: str) -> int:
     if not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise HostPatternError(f"bad target {word!r}: the port must be a number from 1 to 65535, got {text!r}")
+        raise HostPatternError(f"bad target {word!r}: the port must be 1-65535, got {text!r}")
     return int(text)
 
 

@@ -265,7 +265,7 @@ def prepare_demo(request: SweepRequest) -> tuple[SweepOptions, Planner, tuple[De
 
     given = demo_conflicts(request)
     if given:
-        raise RequestError(f"--demo sweeps its own simulated hosts: {', '.join(given)} cannot apply to them "
+        raise RequestError(f"--demo has its own hosts: {', '.join(given)} cannot apply "
                            f"(leave {'it' if len(given) == 1 else 'them'} out)")
     hosts = request.hosts
     nodes = select_demo_nodes(hosts.targets, hosts.limit, hosts.exclude, hosts.shard)

@@ -57,15 +57,15 @@ def test_a_name_the_demo_lacks_is_one_line(targets: tuple[str, ...], limit: tupl
 
 
 @pytest.mark.parametrize(("args", "named"), [
-    (("-i", "inventory.yaml"), "-i/--inventory cannot apply to them (leave it out)"),
-    (("--user", "ops", "--ssh-config", "/dev/null"), "--user, --ssh-config cannot apply to them (leave them out)"),
+    (("-i", "inventory.yaml"), "-i/--inventory cannot apply (leave it out)"),
+    (("--user", "ops", "--ssh-config", "/dev/null"), "--user, --ssh-config cannot apply (leave them out)"),
     (("--local",), "--local cannot apply"),
     (("--slurm-partition", "gpu"), "--slurm-* cannot apply"),
 ])
 def test_options_that_cannot_apply_are_refused_in_one_line(args: tuple[str, ...], named: str) -> None:
     done = invoke("sweep", "--demo", *args)
     assert done.exit_code == 3
-    assert done.stderr.startswith("gpudiag: --demo sweeps its own simulated hosts: ") and named in done.stderr
+    assert done.stderr.startswith("gpudiag: --demo has its own hosts: ") and named in done.stderr
     assert done.stderr.count("\n") == 1 and done.stdout == ""
 
 

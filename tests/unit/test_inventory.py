@@ -549,8 +549,8 @@ def test_a_user_with_a_nul_or_space_fails_before_any_connection(user: str) -> No
     [
         ((), None, "no hosts given: name at least one host or pattern"),
         (("gpu[1-",), None, "host pattern: bad host pattern 'gpu[1-': '[' is never closed"),
-        (("ops@gpu1:99999",), None, "host pattern: bad target 'ops@gpu1:99999': the port must be a number from 1 "
-                                    "to 65535, got '99999'"),
+        (("ops@gpu1:99999",), None, "host pattern: bad target 'ops@gpu1:99999': the port must be 1-65535, got "
+                                    "'99999'"),
         (("@ops@gpu1",), None, "@ops@gpu1: expected @group or @source:group (letters, digits, '_', '.', '-'), "
                                "got '@ops@gpu1'"),
         (("gpu1",), 0, "port must be an integer from 1 to 65535, got 0"),

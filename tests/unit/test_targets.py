@@ -107,8 +107,8 @@ def test_words_people_type(word: str, targets: list[tuple[str, str | None, int |
 @pytest.mark.parametrize(("word", "message"), [
     ("@", "@: expected @group or @source:group (letters, digits, '_', '.', '-'), got '@'"),
     ("ops@", "bad target 'ops@': no host name"),
-    ("gpu01:22x", "bad target 'gpu01:22x': the port must be a number from 1 to 65535, got '22x'"),
-    ("[::1]:0", "bad target '[::1]:0': the port must be a number from 1 to 65535, got '0'"),
+    ("gpu01:22x", "bad target 'gpu01:22x': the port must be 1-65535, got '22x'"),
+    ("[::1]:0", "bad target '[::1]:0': the port must be 1-65535, got '0'"),
     ("[fe80::zz]", "bad target '[fe80::zz]': 'fe80::zz' is not an IPv6 address"),
     ("[::1]2222", "bad target '[::1]2222': expected [IPv6] or [IPv6]:port"),
 ])
