@@ -42,7 +42,7 @@ from gpudiag.simulate.demo_logs import write_demo_logs
 
 if TYPE_CHECKING:
     from gpudiag.logs.plan import Planner
-    from gpudiag.runner import SweepOptions
+    from gpudiag.runner import SweepObserver, SweepOptions
     from gpudiag.transport import SshTransport
     from gpudiag.watch import Changes
 
@@ -275,19 +275,22 @@ def _transport(cluster: DemoCluster, connect_timeout_s: float, *, keep_connectio
 
 
 async def sweep_demo(options: SweepOptions, *, planner: Planner | None = None, connect_timeout_s: float = 3.0,
-                     nodes: Sequence[DemoNode] = DEMO_NODES, stop: asyncio.Event | None = None) -> SweepReport:
+                     nodes: Sequence[DemoNode] = DEMO_NODES, stop: asyncio.Event | None = None,
+                     observer: SweepObserver | None = None) -> SweepReport:
     """Start the demo cluster (``nodes`` of it) and sweep it with ``options`` through the real SSH transport.
 
     ``planner``: the log planner for ``options.logs`` that the caller built, and so checked (``--pack``,
     ``--signature``), before the cluster started; each demo host's plan is built from it once. Built here
-    when not given. ``stop``: as for :func:`gpudiag.runner.sweep` (SIGINT: report what finished)."""
+    when not given. ``stop``, ``observer``: as for :func:`gpudiag.runner.sweep` (SIGINT: report what finished;
+    live progress)."""
     from gpudiag.logs.plan import Planner
     from gpudiag.runner import sweep
 
     planner = planner or Planner(options.logs)
     async with demo_cluster(nodes) as cluster:
         plans = {host.name: planner.plan(host) for host in cluster.hosts}
-        return await sweep(cluster.hosts, _transport(cluster, connect_timeout_s), options, plans=plans, stop=stop)
+        return await sweep(cluster.hosts, _transport(cluster, connect_timeout_s), options, plans=plans, stop=stop,
+                           observer=observer)
 
 
 async def watch_demo(options: SweepOptions, *, every_s: float, count: int,
