@@ -1,5 +1,5 @@
 """The command line's choices as ``str`` Enums that typer checks (``--source``, ``--event-loop``, ``--drain-on``,
-``gpudiag history --format``).
+``--format`` of ``history``, ``inventory`` and ``grep``).
 
 A module of its own, standard library only: the CLI declares its options with these on start, which must
 stay fast (``gpudiag --help``), and the layer that acts on a choice (``remote.collector_call`` for
@@ -33,8 +33,11 @@ class DrainLevel(str, enum.Enum):
     WARNING = "warning"
 
 
-class HistoryFormat(str, enum.Enum):
-    """How ``gpudiag history`` prints the recorded runs (``--format``)."""
+class TextFormat(str, enum.Enum):
+    """``--format`` of the commands that print a table or JSON only (``history``, ``inventory``, ``grep``)."""
 
     TABLE = "table"
     JSON = "json"
+
+
+HistoryFormat = TextFormat  # how ``gpudiag history`` prints the recorded runs

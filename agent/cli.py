@@ -17,7 +17,7 @@ import typer
 
 from gpudiag import cli_audit, cli_logs, cli_slurm
 from gpudiag import cli_options as opt
-from gpudiag.choices import DrainLevel, EventLoop, Source
+from gpudiag.choices import DrainLevel, EventLoop, Source, TextFormat
 from gpudiag.cli_common import (
     EXIT_CANNOT_RUN,
     configuration_errors,
@@ -33,20 +33,41 @@ from gpudiag.cli_common import (
 )
 from gpudiag.report import OutputFormat
 
+INVENTORY_SCHEMA = "gpudiag.inventory/1"  # gpudiag inventory --format json: {"schema", "hosts": [...]}
+
 # The CLI imports the layers below (and the request, ~1 ms per dataclass) where a command runs, so that
 # `gpudiag --help` starts fast.
 if TYPE_CHECKING:
     from gpudiag.model import SweepReport
     from gpudiag.watch import Changes
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
+# -h as well as --help, on every command (click passes help_option_names down to the subcommands' contexts).
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
 
 
-@app.callback()
-def _global(event_loop: EventLoop = typer.Option(EventLoop.ASYNCIO, "--event-loop", envvar="GPUDIAG_EVENT_LOOP",
-                                                 help="asyncio (default) or uvloop (faster, when installed).")
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"gpudiag {version('gpudiag')}")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            typer.echo("gpudiag (not installed: version unknown)")
+        raise typer.Exit(0)
+
+
+@app.callback(invoke_without_command=True)
+def _global(ctx: typer.Context,
+            event_loop: EventLoop = typer.Option(EventLoop.ASYNCIO, "--event-loop", envvar="GPUDIAG_EVENT_LOOP",
+                                                 help="asyncio (default) or uvloop (faster, when installed)."),
+            _show_version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
+                                               help="Print gpudiag's version and exit."),
             ) -> None:
     """Agentless GPU health sweep over SSH: what is wrong with the GPUs of a cluster."""
+    if ctx.invoked_subcommand is None:  # bare `gpudiag`: the help, and success (not a usage error)
+        typer.echo(ctx.get_help())
+        raise typer.Exit(0)
     use_event_loop(event_loop)
 
 
@@ -58,6 +79,7 @@ def sweep(
     user: str | None = opt.USER,
     port: int | None = opt.PORT,
     identity_file: str | None = opt.IDENTITY_FILE,
+    jump: str | None = opt.JUMP,
     limit: list[str] = opt.LIMIT,
     exclude: list[str] = opt.EXCLUDE,
     demo: bool = typer.Option(False, "--demo", help="Sweep a built-in simulated cluster over real SSH on "
@@ -122,7 +144,7 @@ def sweep(
     try:
         request = SweepRequest(
             hosts=HostSelection(targets=tuple(targets or ()), inventory=inventory, user=user, port=port,
-                                identity_file=identity_file, limit=tuple(limit), exclude=tuple(exclude),
+                                identity_file=identity_file, jump=jump, limit=tuple(limit), exclude=tuple(exclude),
                                 local=local, shard=parse_shard(shard),
                                 slurm=cli_slurm.selection(slurm_partition, slurm_job, slurm_nodelist, slurm_state)),
             ssh=SshRequest(connect_timeout_s=connect_timeout, login_timeout_s=login_timeout,
@@ -209,7 +231,8 @@ def inventory_cmd(
     inventory: Path = typer.Option(..., "--inventory", "-i", help="Inventory YAML file."),
     limit: list[str] = typer.Option([], "--limit", help="Only these groups or host patterns."),
     exclude: list[str] = typer.Option([], "--exclude", help="Leave out these host patterns."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    fmt: TextFormat = opt.TEXT_FORMAT,
+    deprecated_json: bool = opt.JSON_ALIAS,
     fold: bool = opt.FOLD,
 ) -> None:
     """Print the expanded host list with each host's effective settings."""
@@ -223,8 +246,8 @@ def inventory_cmd(
     except (InventoryError, ValueError) as exc:
         raise fail(str(exc)) from None
     rows = describe(selected.hosts)
-    if as_json:
-        typer.echo(json.dumps(rows, indent=2))
+    if opt.wants_json(fmt, deprecated_json):
+        typer.echo(json.dumps({"schema": INVENTORY_SCHEMA, "hosts": rows}, indent=2))
         return
     from gpudiag.report.inventory_table import render_inventory
 
@@ -238,6 +261,7 @@ def watch(
     user: str | None = opt.USER,
     port: int | None = opt.PORT,
     identity_file: str | None = opt.IDENTITY_FILE,
+    jump: str | None = opt.JUMP,
     limit: list[str] = opt.LIMIT,
     exclude: list[str] = opt.EXCLUDE,
     every: float = typer.Option(5.0, "--every", min=0.0, help="Seconds from one refresh to the next."),
@@ -252,11 +276,22 @@ def watch(
     max_startups: int | None = opt.MAX_STARTUPS,
     connect_rate: str | None = opt.CONNECT_RATE,
     plain: bool = typer.Option(False, "--plain", help="Print each refresh below the last (no redraw)."),
+    demo: bool = typer.Option(False, "--demo", help="Watch the built-in simulated cluster (as sweep --demo)."),
+    fmt: TextFormat = typer.Option(TextFormat.TABLE, "--format", "-f", help="table (the live view) or json: one "
+                                   "gpudiag.sweep/2 document per refresh, one a line (JSON Lines)."),
 ) -> None:
     """Keep one connection per host and refresh a live view: bars, findings as they appear and clear."""
     from gpudiag.pacing import parse_rate
     from gpudiag.report.live import LiveScreen, render_watch
-    from gpudiag.request import HostSelection, RequestError, SshRequest, SweepRequest, open_transport, prepare
+    from gpudiag.request import (
+        HostSelection,
+        RequestError,
+        SshRequest,
+        SweepRequest,
+        open_transport,
+        prepare,
+        prepare_demo,
+    )
     from gpudiag.runner import SweepOptions
     from gpudiag.watch import watch as run_watch
 
@@ -264,22 +299,31 @@ def watch(
     try:
         request = SweepRequest(
             hosts=HostSelection(targets=tuple(targets or ()), inventory=inventory, user=user, port=port,
-                                identity_file=identity_file, limit=tuple(limit), exclude=tuple(exclude)),
+                                identity_file=identity_file, jump=jump, limit=tuple(limit), exclude=tuple(exclude)),
             ssh=SshRequest(connect_timeout_s=connect_timeout, known_hosts=known_hosts, ssh_config=ssh_config,
                            max_startups=max_startups, connect_rate_per_s=parse_rate(connect_rate)),
             sweep=SweepOptions(samples=samples, interval_s=interval, deadline_s=timeout, concurrency=concurrency,
-                               stream=True, idle_s=3 * every + timeout))  # three missed refreshes: it leaves
-        selected = selected_hosts(request.hosts)
-        if not selected.hosts:
-            raise RequestError("no hosts to watch: give targets or -i INVENTORY")
-        prepared = prepare(request, selected)
+                               stream=True, idle_s=3 * every + timeout))  # three missed refreshes: the collector leaves
+        if demo:
+            options, planner, nodes = prepare_demo(request)
+        else:
+            selected = selected_hosts(request.hosts)
+            if not selected.hosts:
+                raise RequestError("no hosts to watch: give targets, -i INVENTORY or --demo")
+            prepared = prepare(request, selected)
     except configuration_errors() as exc:
         raise fail(str(exc)) from None
-    transport = open_transport(prepared)
-    live = sys.stdout.isatty() and not plain
+    live = sys.stdout.isatty() and not plain and fmt is TextFormat.TABLE
     screen = LiveScreen() if live else None
 
     def show(refresh: int, report: SweepReport, change: Changes) -> None:
+        if fmt is TextFormat.JSON:
+            import json
+
+            from gpudiag.report.json_report import to_document
+
+            typer.echo(json.dumps(to_document(report), separators=(",", ":")))
+            return
         text = render_watch(refresh, count, report, appeared=change.appeared, cleared=change.cleared, color=live,
                             width=terminal_width())  # asked each refresh: the terminal may have been resized
         if screen is not None:
@@ -289,8 +333,14 @@ def watch(
 
     try:
         with screen if screen is not None else contextlib.nullcontext():
-            last = run_async(run_watch(prepared.hosts, transport, prepared.options, plans=prepared.plans,
-                                       every_s=every, count=count, on_refresh=show))
+            if demo:
+                from gpudiag.simulate.demo import watch_demo
+
+                last = run_async(watch_demo(options, every_s=every, count=count, on_refresh=show, planner=planner,
+                                            connect_timeout_s=connect_timeout, nodes=nodes))
+            else:
+                last = run_async(run_watch(prepared.hosts, open_transport(prepared), prepared.options,
+                                           plans=prepared.plans, every_s=every, count=count, on_refresh=show))
     except KeyboardInterrupt:
         typer.echo("gpudiag: watch stopped", err=True)
         raise typer.Exit(130) from None
@@ -353,7 +403,7 @@ def _click_classes(name: str) -> tuple[type[BaseException], ...]:
 def main() -> None:
     """Console entry point: run the app, mapping click's usage errors (exit 2) to exit 3."""
     try:
-        code = app(standalone_mode=False)
+        code = app(standalone_mode=False, prog_name="gpudiag")  # also as python -m gpudiag.cli
     except _click_classes("ClickException") as exc:
         exc.show()  # type: ignore[attr-defined]
         sys.exit(EXIT_CANNOT_RUN)

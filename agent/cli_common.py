@@ -141,9 +141,10 @@ def sweep_report(request: SweepRequest, *, no_hosts: str = "no hosts given") -> 
     if request.demo:
         from gpudiag.simulate.demo import sweep_demo
 
-        options, planner = prepare_demo(request)
-        return _until_stopped(request.output, None, lambda stop, observer, _say: sweep_demo(
-            options, planner=planner, stop=stop, observer=observer))
+        options, planner, nodes = prepare_demo(request)
+        return _until_stopped(request.output, len(nodes), lambda stop, observer, _say: sweep_demo(
+            options, planner=planner, nodes=nodes, connect_timeout_s=request.ssh.connect_timeout_s, stop=stop,
+            observer=observer))
     selected = selected_hosts(request.hosts)
     if not selected.hosts and request.hosts.shard is None:
         raise RequestError(no_hosts)

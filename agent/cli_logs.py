@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 
 from gpudiag import cli_options as opt
+from gpudiag.choices import TextFormat
 from gpudiag.cli_common import configuration_errors, fail, output_request, sweep_report, terminal_width
 from gpudiag.report import OutputFormat
 
@@ -45,6 +46,7 @@ def grep(
     user: str | None = opt.USER,
     port: int | None = opt.PORT,
     identity_file: str | None = opt.IDENTITY_FILE,
+    jump: str | None = opt.JUMP,
     limit: list[str] = opt.LIMIT,
     exclude: list[str] = opt.EXCLUDE,
     log: list[str] = opt.LOG,
@@ -53,7 +55,8 @@ def grep(
     lines: int = typer.Option(3, "--lines", "-n", min=1, max=100, help="Recent matching lines shown per log."),
     demo: bool = typer.Option(False, "--demo", help="Search the built-in simulated cluster's logs."),
     local: bool = typer.Option(False, "--local", help="Also search this machine's logs, without SSH."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+    fmt: TextFormat = opt.TEXT_FORMAT,
+    deprecated_json: bool = opt.JSON_ALIAS,
     concurrency: int = opt.CONCURRENCY,
     connect_timeout: float = opt.CONNECT_TIMEOUT,
     login_timeout: float = opt.LOGIN_TIMEOUT,
@@ -80,10 +83,12 @@ def grep(
     # A log search reads no GPU (and so no topology); the inventory's GPU thresholds do not apply.
     logs = LogOptions(paths=tuple(log), pack_files=tuple(pack), tail_mib=log_tail_mib, only_signature=signature,
                       keep=lines)
+    as_json = opt.wants_json(fmt, deprecated_json)
     try:
         request = SweepRequest(
             hosts=HostSelection(targets=tuple(targets or ()), inventory=inventory, user=user, port=port,
-                                identity_file=identity_file, limit=tuple(limit), exclude=tuple(exclude), local=local),
+                                identity_file=identity_file, jump=jump, limit=tuple(limit), exclude=tuple(exclude),
+                                local=local),
             ssh=SshRequest(connect_timeout_s=connect_timeout, login_timeout_s=login_timeout, known_hosts=known_hosts,
                            ssh_config=ssh_config, accept_new_host_keys=accept_new_host_keys,
                            max_startups=max_startups, connect_rate_per_s=parse_rate(connect_rate)),

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import typer
 
-from gpudiag.choices import Source
+from gpudiag.choices import Source, TextFormat
 from gpudiag.report import OutputFormat
 
 INVENTORY = typer.Option(None, "--inventory", "-i", help="Inventory YAML file.")
 USER = typer.Option(None, "--user", "-u", help="SSH user for the targets.")
 PORT = typer.Option(None, "--port", "-p", help="SSH port for the targets.")
 IDENTITY_FILE = typer.Option(None, "--identity-file", help="Private key (loaded once per run).")
+JUMP = typer.Option(None, "--jump", "-J", help="Reach every host through this bastion, [user@]host[:port] "
+                    "(ssh -J; an IPv6 one in brackets: ops@[::1]:22).")
 LIMIT = typer.Option([], "--limit", help="Only these groups or host patterns (repeatable).")
 EXCLUDE = typer.Option([], "--exclude", help="Leave out these host patterns (repeatable).")
 FORMAT = typer.Option(OutputFormat.TABLE, "--format", "-f", help="table, json or html (one self-contained page; "
@@ -57,3 +59,13 @@ MAX_STARTUPS = typer.Option(None, "--max-startups", min=1, help="SSH handshakes 
                             "drops new connections). A logged-in session holds none.")
 CONNECT_RATE = typer.Option(None, "--connect-rate", metavar="N/s", help="New SSH connections a second at most, "
                             "e.g. 50/s or 3000/min (default: no rate, only --max-startups).")
+# inventory and grep print a table (text) or JSON; --json was their flag before --format (kept, hidden).
+TEXT_FORMAT = typer.Option(TextFormat.TABLE, "--format", "-f", help="table or json.")
+JSON_ALIAS = typer.Option(False, "--json", hidden=True, help="Deprecated: --format json.")
+
+
+def wants_json(fmt: TextFormat, deprecated_json: bool) -> bool:
+    """Whether ``--format`` (or the deprecated ``--json``, saying so on stderr) asks for JSON."""
+    if deprecated_json:
+        typer.echo("gpudiag: --json is deprecated; use --format json", err=True)
+    return deprecated_json or fmt is TextFormat.JSON

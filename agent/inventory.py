@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from gpudiag.ansible_inventory import AnsibleInventoryError, detect, load_ansible  # Ansible's INI and YAML
-from gpudiag.hostlist import HostPatternError, expand, fold
+from gpudiag.hostlist import HostPatternError, expand, fold, split_endpoint
 from gpudiag.model import Host
-from gpudiag.targets import TargetError, expand_target  # @group (ClusterShell), ^file (pdsh)
+from gpudiag.targets import Target, TargetError, resolve_target  # user@host:port, @group, ^file, - (stdin)
 from gpudiag.yaml_file import Document, MappingNode, Node, ScalarNode, SequenceNode, YamlFileError, compose, read_text
 
 VAR_KEYS = ("address", "identity_file", "jump", "known_hosts", "logs", "port", "user")
@@ -41,7 +41,7 @@ _NULL_TAG = "tag:yaml.org,2002:null"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 # Group names are used by --limit next to host patterns, so they must read as one plain name.
 _GROUP_NAME = re.compile(r"[A-Za-z0-9._-]+")
-_JUMP = re.compile(r"(?:[^@\s:]+@)?[^@\s:/]+(?::([0-9]+))?")
+_JUMP_HOST = re.compile(r"[A-Za-z0-9._-]+")  # one bastion: no pattern, no space, no '/'
 _CONTROL = frozenset(map(chr, [*range(0x20), 0x7F]))  # in a host, user or path: never meant
 _BRACKET_HINT = 'quote host patterns inside [ ] lists, e.g. ["gpu[01-16]"], or use a "- " list'
 
@@ -120,7 +120,9 @@ def hosts_from_patterns(
     port: int | None = None,
     identity_file: str | None = None,
 ) -> tuple[Host, ...]:
-    """Ad hoc targets without an inventory: every name the patterns give, in order, without duplicates.
+    """Ad hoc targets without an inventory: every host the words give, in order, without duplicates (the
+    first wins). A word's own ``user@`` and ``:port`` win over ``user`` and ``port`` (--user, --port), as the
+    more specific; neither given, ~/.ssh/config decides.
 
     The address stays ``None``: the name is resolved later by ``~/.ssh/config`` and DNS.
     """
@@ -130,15 +132,29 @@ def hosts_from_patterns(
         raise InventoryError(f"port must be an integer from 1 to 65535, got {port!r}")
     if user is not None:
         check_user(user)
-    names: dict[str, None] = {}
+    found: dict[str, Target] = {}
     for pattern in patterns:
         try:
-            names.update(dict.fromkeys(expand_target(pattern)))
+            targets = resolve_target(pattern)
         except TargetError as exc:
-            raise InventoryError(f"host pattern: {exc}" if pattern[:1] not in "@^" else str(exc)) from exc
-    if not names:
+            raise InventoryError(f"host pattern: {exc}" if pattern[:1] not in "@^-" else str(exc)) from exc
+        for target in targets:
+            if target.user is not None:
+                check_user(target.user)
+            found.setdefault(target.name, target)
+    if not found:
         raise InventoryError("no hosts given: name at least one host or pattern")
-    return tuple(Host(name=n, user=user, port=port, identity_file=identity_file) for n in names)
+    return tuple(Host(name=t.name, user=t.user or user, port=t.port or port, identity_file=identity_file)
+                 for t in found.values())
+
+
+def valid_jump(value: str) -> bool:
+    """Whether ``value`` reads as one bastion, ``[user@]host[:port]`` (``ops@[::1]:22``): a host, not a pattern."""
+    try:
+        jump = split_endpoint(value)
+    except HostPatternError:
+        return False
+    return jump.literal or _JUMP_HOST.fullmatch(jump.host) is not None
 
 
 def check_user(user: str) -> None:
@@ -342,12 +358,9 @@ class _Reader:
             raise self.error(node, where, f"{value!r} holds a space")
         if any(c in _CONTROL for c in value):  # a NUL would fail only at connect time, on every run
             raise self.error(node, where, f"{value!r} holds a control character")
-        if key == "jump":
-            match = _JUMP.fullmatch(value)
-            if not match or (match.group(1) is not None and not _valid_port(int(match.group(1)))):
-                raise self.error(
-                    node, where, f"expected [user@]host[:port] with a port 1-65535, got {value!r}"
-                )
+        if key == "jump" and not valid_jump(value):
+            raise self.error(node, where, f"expected [user@]host[:port] (an IPv6 host in brackets: [::1]:22) with a "
+                                          f"port 1-65535, got {value!r}")
         return value
 
     def logs(self, node: Node, where: str) -> tuple[object, ...]:

@@ -87,6 +87,7 @@ class SmiStatus(str, enum.Enum):
     DRIVER_ERROR = "driver_error"  # exit 9: could not talk to the driver
     NO_DEVICES = "no_devices"  # exit 6: "No devices were found"
     FAILED = "failed"  # any other non-zero exit with no usable rows
+    HUNG = "hung"  # the call did not answer within its bound and was killed (a wedged driver): no rows
     SKIPPED = "skipped"  # not asked: a log search reads no GPU
 
 
@@ -498,6 +499,19 @@ class GpuProcess:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class HungCall:
+    """A call on the node that did not answer within its bound and was killed (``NVIDIA_SMI_HUNG``)."""
+
+    call: str  # what was asked: "nvidia-smi --query-gpu", "nvidia-smi topo", "NVML"
+    after_s: float  # how long it ran before it was killed
+
+    @property
+    def sentence(self) -> str:
+        """``nvidia-smi --query-gpu did not answer in 9.2 s and was killed``."""
+        return f"{self.call} did not answer in {self.after_s:g} s and was killed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NodeReadings:
     """Everything one node told us, parsed from the collector's JSON document."""
 
@@ -532,6 +546,17 @@ class NodeReadings:
         """The process that matters most on ``gpu``: the one holding the most GPU memory, then the busiest."""
         procs = self.processes_on(gpu)
         return max(procs, key=lambda p: (p.used_memory_mib or 0.0, p.cpu_pct or 0.0), default=None)
+    hung_calls: tuple[HungCall, ...] = ()  # calls killed at their bound, in order
+
+
+def host_status_label(host: HostReport) -> str:
+    """The host's status as the reports show it: the SSH status, and the GPUs' state beside it when the host
+    answered but its GPUs could not be read (``ok, gpus: hung``): an ``ok`` beside a driver error must not read
+    as healthy."""
+    node = host.readings
+    if host.status.answered and node is not None and node.smi_status not in (SmiStatus.OK, SmiStatus.SKIPPED):
+        return f"{host.status.value}, gpus: {node.smi_status.value}"
+    return host.status.value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

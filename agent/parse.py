@@ -24,7 +24,7 @@ from typing import Any
 from gpudiag.arch import arch_name, parse_compute_capability, sm_name
 from gpudiag.collectors.node.readings import BY_NAME, PER_SAMPLE, READINGS, Reading, by_smi_field
 from gpudiag.logs.plan import LogPlan
-from gpudiag.model import PROBE_SCHEMA, GpuReading, GpuSample, NodeReadings, SmiStatus
+from gpudiag.model import PROBE_SCHEMA, GpuReading, GpuSample, HungCall, NodeReadings, SmiStatus
 from gpudiag.parse_logs import parse_context, parse_logs
 from gpudiag.parse_processes import parse_processes, with_gpm
 from gpudiag.untrusted import MAX_INT, Claims, items, mapping, seconds, short, text
@@ -251,6 +251,7 @@ def _parse_probe(doc: Mapping[str, Any], claims: Claims, *, output_truncated: bo
                               "nvml_unavailable": short(doc.get("nvml_unavailable"), 500),
                               "logs": parse_logs(doc.get("logs"), log_plan, claims),
                               "context": parse_context(doc.get("context")),
+                              "hung_calls": parse_hung(doc.get("hung")),
                               **parse_processes(doc, mapping(doc.get("nvml")), claims)}
     if doc.get("source") == "nvml" and isinstance(doc.get("nvml"), dict):
         return _parse_nvml(doc["nvml"], common, claims)
@@ -294,6 +295,9 @@ def _parse_probe(doc: Mapping[str, Any], claims: Claims, *, output_truncated: bo
     gpus += _lost_gpus(list(lost_bus), per_gpu)
     gpus.sort(key=lambda g: g.index)
     status, code = _smi_status(raw_samples, bool(gpus))
+    hung = next((c for c in common["hung_calls"] if c.call in _GPU_CALLS), None)
+    if hung is not None and not gpus:  # the GPUs' own call hung: no rows, and nothing "failed" to say
+        status, messages = SmiStatus.HUNG, {hung.sentence: None}
     driver = next((short(rows[-1].get("driver_version")) for rows in per_gpu.values()), None)
     lost_text = [f"GPU {bus}: {why}" for bus, why in lost_bus.items()]
     return NodeReadings(
@@ -309,6 +313,20 @@ def _parse_probe(doc: Mapping[str, Any], claims: Claims, *, output_truncated: bo
         window_s=_window(raw_samples),
         **common,
     )
+
+
+_GPU_CALLS = ("nvidia-smi --query-gpu", "NVML")  # the calls that read the GPUs (collectors/node/probe.py)
+
+
+def parse_hung(value: object) -> tuple[HungCall, ...]:
+    """The document's ``hung`` list (the node's calls killed at their bound); malformed entries are dropped."""
+    calls = []
+    for entry in items(value)[:MAX_MESSAGES]:
+        entry = mapping(entry)
+        call, after_s = short(entry.get("call"), 80), seconds(entry.get("after_s"))
+        if call and after_s is not None:
+            calls.append(HungCall(call=call, after_s=after_s))
+    return tuple(calls)
 
 
 def _window(samples: Sequence[Mapping[str, Any]]) -> float | None:

@@ -52,6 +52,15 @@ _WATCHED_LOADER = ("import os,sys,threading;b=sys.stdin.buffer.read(%d);threadin
                    "exec(compile(b,'<gpudiag>','exec'))")
 
 
+def call_bound_s(deadline_s: float, samples: int, interval_s: float) -> float:
+    """How long one call on the node (an nvidia-smi, the NVML reader past its sampling window) may take before
+    it is killed and reported as hung: half of what the deadline leaves beside the sampling window. The
+    sampling stops at a hung call, so the window, one hung call and the trip home fit inside the deadline and
+    the host answers "ok, gpus: hung" instead of timing out; half, not less, so that a slow but working
+    nvidia-smi on a loaded node (seconds) is not called hung. At least 1 s (a real one takes ~0.1-1 s)."""
+    return round(max(1.0, (deadline_s - samples * interval_s) / 2), 1)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CollectorCall:
     """The command line and stdin for one collection."""
@@ -84,8 +93,9 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
     fields = [f"{logical}={'|'.join(names)}" for logical, names in smi_fields()]
     notes = ["@note=the logs were not scanned: the log scan needs python3, which this node lacks"] if logs else []
     deadline = f"{max(1, round(deadline_s))}"
+    bound = call_bound_s(deadline_s, samples, interval_s)
     config: dict[str, object] = {"samples": samples, "interval_s": interval_s, "source": source.value,
-                                 "call_timeout_s": max(1.0, deadline_s)}
+                                 "call_timeout_s": bound}
     if logs:
         config["logs"] = [dict(s) for s in logs]
     if not processes:  # who is on the GPUs, and GPM (read only for GPUs with processes): off
@@ -108,7 +118,7 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
     wrapper = [] if stream else ["timeout", "-k", str(KILL_AFTER_S), deadline]
     loader = _LOADER if stream else _WATCHED_LOADER
     args = [loader % len(script), deadline if stream else "", fallback_source(), str(samples), f"{interval_s:g}",
-            *notes, *fields]
+            f"@bound={bound:g}", *notes, *fields]
     command = " ".join([*wrapper, "sh", "-c", shlex.quote(_DISPATCH), "gpudiag", *(shlex.quote(a) for a in args)])
     # A streaming collector answers one round per line: the first line rides along with the bundle, so a
     # transport that runs it once (and closes stdin) gets one document, as from a one-shot collector.

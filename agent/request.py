@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from gpudiag.model import Host, RemoteResult
     from gpudiag.pacing import Pacing
     from gpudiag.runner import SweepOptions
+    from gpudiag.simulate.demo import DemoNode
     from gpudiag.slurm import SlurmNode, SlurmSelection
     from gpudiag.transport import RemoteCommand, SshOptions, Transport
 
@@ -48,6 +49,7 @@ class HostSelection:
     user: str | None = None  # --user, --port, --identity-file: override the targets' and the inventory's
     port: int | None = None
     identity_file: str | None = None
+    jump: str | None = None  # -J [user@]bastion[:port]: every host through this bastion (overrides the inventory's)
     limit: tuple[str, ...] = ()  # only these groups or host patterns
     exclude: tuple[str, ...] = ()  # leave out these host patterns
     local: bool = False  # also this machine, without SSH
@@ -212,6 +214,13 @@ def select_hosts(selection: HostSelection) -> SelectedHosts:
     if selection.inventory is not None and (user or port or identity_file):
         hosts = [dataclasses.replace(h, user=user or h.user, port=port or h.port,
                                      identity_file=identity_file or h.identity_file) for h in hosts]
+    if selection.jump is not None:
+        from gpudiag.inventory import valid_jump
+
+        if not valid_jump(selection.jump):
+            raise RequestError(f"-J {selection.jump}: expected [user@]host[:port] (an IPv6 host in brackets: "
+                               "ops@[::1]:22)")
+        hosts = [dataclasses.replace(h, jump=selection.jump) if not h.is_local else h for h in hosts]
     unique = {h.name: h for h in reversed(hosts)}  # a host given twice is swept once (first wins)
     chosen = select([h for h in hosts if unique.get(h.name) is h], selection.limit, selection.exclude)
     nodes = None
@@ -268,13 +277,34 @@ def prepare(request: SweepRequest, selected: SelectedHosts) -> PreparedSweep:
     return PreparedSweep(hosts=selected.hosts, options=options, plans=plans, ssh=ssh)
 
 
-def prepare_demo(request: SweepRequest) -> tuple[SweepOptions, Planner]:
-    """The demo's sweep options and log planner: ``--pack`` and ``--signature`` are checked here, before the
-    demo cluster starts; the demo builds its hosts' plans from the planner once."""
+def prepare_demo(request: SweepRequest) -> tuple[SweepOptions, Planner, tuple[DemoNode, ...]]:
+    """The demo's sweep options, log planner and nodes: ``--pack`` and ``--signature`` are checked here, before
+    the demo cluster starts (the demo builds its hosts' plans from the planner once); targets, ``--limit``,
+    ``--exclude`` and ``--shard`` pick among the demo's hosts. An option that cannot apply to the demo (an
+    inventory, a user, an SSH config...) is refused in one line rather than silently ignored."""
     from gpudiag.logs.plan import Planner
+    from gpudiag.simulate.demo import select_demo_nodes
 
+    given = demo_conflicts(request)
+    if given:
+        raise RequestError(f"--demo has its own hosts: {', '.join(given)} cannot apply "
+                           f"(leave {'it' if len(given) == 1 else 'them'} out)")
+    hosts = request.hosts
+    nodes = select_demo_nodes(hosts.targets, hosts.limit, hosts.exclude, hosts.shard)
     options = _settings(request, {})
-    return options, Planner(options.logs)
+    return options, Planner(options.logs), nodes
+
+
+def demo_conflicts(request: SweepRequest) -> list[str]:
+    """The options given with ``--demo`` that cannot apply to it: where the hosts come from and how SSH
+    reaches them (the demo has its own hosts, keys and known_hosts), and Slurm's drain."""
+    hosts, ssh = request.hosts, request.ssh
+    given = {"-i/--inventory": hosts.inventory is not None, "--user": hosts.user is not None,
+             "--port": hosts.port is not None, "--identity-file": hosts.identity_file is not None,
+             "--jump": hosts.jump is not None, "--local": hosts.local, "--slurm-*": hosts.slurm is not None,
+             "--known-hosts": ssh.known_hosts is not None, "--ssh-config": ssh.ssh_config is not None,
+             "--accept-new-host-keys": ssh.accept_new_host_keys, "--drain-on": request.drain_on is not None}
+    return [name for name, present in given.items() if present]
 
 
 class RoutingTransport:

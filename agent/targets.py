@@ -1,4 +1,6 @@
-"""Target words beyond host patterns: ``@group`` (ClusterShell's groups) and ``^file`` (pdsh's host file).
+"""Target words as people type them: host patterns with ``user@`` and ``:port`` (``ops@gpu[01-04]:2222``), IPv6
+literals (``[fe80::1%eth0]``, ``[::1]:2222``), ``@group`` (ClusterShell's groups), ``^file`` (pdsh's host file)
+and ``-`` (host names on stdin: ``squeue -h -o %N | gpudiag sweep -``).
 
 ``gpudiag sweep @gpu`` resolves the group through ClusterShell's own group configuration (``groups.conf``
 and its sources, found where clush finds them: ``$CLUSTERSHELL_CFGDIR``, ``~/.config/clustershell``,
@@ -8,15 +10,22 @@ group source may run commands through a shell (its ``map`` upcall, with ``$GROUP
 group name (letters, digits, ``_ . -``, one ``source:`` prefix) is handed over.
 
 ``gpudiag sweep ^hosts.txt`` reads host names or patterns from a file, one a line (``#`` starts a comment), as
-``pdsh -w ^file`` does. Everything else is a host pattern (:func:`gpudiag.hostlist.expand`).
+``pdsh -w ^file`` does; ``-`` reads them from stdin the same way, where words may also be separated by spaces
+and Slurm's folded lists (``gpu[01-03],cpu1``) expand. A line of either may carry ``user@`` and ``:port`` too.
+Everything else is a host pattern (:func:`gpudiag.hostlist.expand`) with an optional user and port
+(:func:`gpudiag.hostlist.split_endpoint`).
 """
 
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
-from gpudiag.hostlist import HostPatternError, expand
+from gpudiag.hostlist import HostPatternError, expand, split_endpoint
 
 _GROUP = re.compile(r"@(?:[A-Za-z0-9_.-]+:)?[A-Za-z0-9_.-]+")
 MISSING_CLUSTERSHELL = ("{word}: @group targets need ClusterShell: pip install 'gpudiag[clustershell]' (or "
@@ -27,39 +36,75 @@ class TargetError(ValueError):
     """A target word that cannot be resolved; the message is one line naming it (and the file and line)."""
 
 
-def expand_target(word: str) -> tuple[str, ...]:
-    """The host names one command-line target stands for: ``@group``, ``^file`` or a host pattern."""
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One host a target word names, with the user and port the word gave (None: not given)."""
+
+    name: str
+    user: str | None = None
+    port: int | None = None
+
+
+def resolve_target(word: str, stdin: Callable[[], TextIO] = lambda: sys.stdin) -> tuple[Target, ...]:
+    """The hosts one command-line target stands for: ``-``, ``^file``, ``@group`` or ``[user@]pattern[:port]``.
+    ``stdin``: where ``-`` reads (asked only then)."""
+    if word == "-":
+        stream = stdin()
+        if stream.isatty():
+            raise TargetError("-: reads host names from stdin, but stdin is a terminal (pipe them in: "
+                              "squeue -h -o %N | gpudiag sweep -)")
+        return _from_lines(stream.read(), "-", "stdin", words_per_line=True)
     if word.startswith("^"):
-        return names_from_file(word[1:])
+        return _from_lines(_read_file(word[1:]), word[1:], "the host file", words_per_line=False)
     if word.startswith("@"):
-        return clustershell_group(word)
+        return tuple(Target(name) for name in clustershell_group(word))
     try:
-        return expand(word)
+        endpoint = split_endpoint(word)
+        names = (endpoint.host,) if endpoint.literal else expand(endpoint.host)
     except HostPatternError as exc:
         raise TargetError(str(exc)) from None
+    return tuple(Target(name, endpoint.user, endpoint.port) for name in names)
+
+
+def expand_target(word: str) -> tuple[str, ...]:
+    """The host names one command-line target stands for (:func:`resolve_target` without users and ports)."""
+    return tuple(dict.fromkeys(t.name for t in resolve_target(word)))
 
 
 def names_from_file(path: str) -> tuple[str, ...]:
     """pdsh's ``^file``: the host names (or patterns) of a file, one a line, in order, without duplicates."""
+    return expand_target(f"^{path}")
+
+
+def _read_file(path: str) -> str:
     if not path:
         raise TargetError("^: give a file after the caret, e.g. ^hosts.txt")
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise TargetError(f"^{path}: cannot read the host file: {reason}") from None
-    names: dict[str, None] = {}
+
+
+def _from_lines(text: str, where: str, what: str, *, words_per_line: bool) -> tuple[Target, ...]:
+    """The targets of a host list, one a line (``words_per_line``: or several, separated by spaces, as squeue
+    and scontrol print them), ``#`` starting a comment; each once, the first kept. Another ``^file`` or ``-``
+    inside is refused (a file naming itself would never end)."""
+    found: dict[str, Target] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         entry = line.split("#", 1)[0].strip()
-        if not entry:
-            continue
-        try:
-            names.update(dict.fromkeys(expand(entry)))
-        except HostPatternError as exc:
-            raise TargetError(f"{path}:{number}: {exc}") from None
-    if not names:
-        raise TargetError(f"^{path}: the host file names no hosts")
-    return tuple(names)
+        for word in entry.split() if words_per_line else ([entry] if entry else []):
+            if word == "-" or word.startswith("^"):
+                raise TargetError(f"{where}:{number}: {word!r}: a host list cannot name another one")
+            try:
+                targets = resolve_target(word)
+            except TargetError as exc:
+                raise TargetError(f"{where}:{number}: {exc}") from None
+            for target in targets:
+                found.setdefault(target.name, target)
+    if not found:
+        raise TargetError(f"{'^' if where != '-' else ''}{where}: {what} names no hosts")
+    return tuple(found.values())
 
 
 def clustershell_group(word: str) -> tuple[str, ...]:

@@ -25,6 +25,8 @@ from typing import Protocol, Union
 
 import asyncssh
 
+from gpudiag.hostlist import Endpoint as HostEndpoint
+from gpudiag.hostlist import HostPatternError, split_endpoint
 from gpudiag.model import Host, HostStatus, RemoteResult, UnreachableReason
 from gpudiag.pacing import Pacer, Pacing
 
@@ -295,13 +297,37 @@ class SshOptions:
     pacing: Pacing = field(default_factory=Pacing)  # handshakes at once per bastion and per target, and their rate
 
 
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where a connection goes once the SSH config is applied: the address, port and user tried."""
+
+    address: str
+    port: int
+    user: str | None
+    proxy_jump: str | None = None  # the config's ProxyJump, when it (not gpudiag's jump) routes the connection
+
+    @property
+    def where(self) -> str:
+        """``address:port``, an IPv6 address in brackets (``[::1]:22``)."""
+        return f"[{self.address}]:{self.port}" if ":" in self.address else f"{self.address}:{self.port}"
+
+
+def _first_hop(spec: str | None) -> HostEndpoint | None:
+    """The first bastion of a ProxyJump spec (``a,b``: ``a``); None when there is none or it does not read."""
+    if not spec or spec.lower() == "none":
+        return None
+    try:
+        return split_endpoint(spec.split(",", 1)[0].removeprefix("ssh://"))
+    except HostPatternError:
+        return None
+
+
 def bastion_for(target: Host) -> Host:
     """The bastion of ``target`` (its ``jump``, "[user@]host[:port]"). Like OpenSSH's ProxyJump, the bastion
     is reached with the target's key and known_hosts, and the target's user unless the spec names one."""
     assert target.jump is not None
-    user, _, rest = target.jump.rpartition("@")
-    name, colon, port = rest.partition(":")
-    return Host(name=name, user=user or target.user, port=int(port) if colon and port.isdigit() else None,
+    jump = split_endpoint(target.jump)  # checked when the inventory or -J was read; [::1]:22 too
+    return Host(name=jump.host, user=jump.user or target.user, port=jump.port,
                 identity_file=target.identity_file, known_hosts=target.known_hosts)
 
 
@@ -486,31 +512,61 @@ class SshTransport:
             raise changed from rejected
         return await self._connect(host, tunnel, retry_after_accept=False)
 
+    def resolve(self, host: Host) -> Endpoint:
+        """Where a connection to ``host`` really goes, as the SSH config resolves it (HostName, Port, User,
+        ProxyJump), for messages: an error names the address, port and user that were tried."""
+        kwargs: dict[str, object] = {"host": host.target, "client_keys": None, "known_hosts": None}
+        if host.port is not None:
+            kwargs["port"] = host.port
+        if host.user is not None:
+            kwargs["username"] = host.user
+        if self.options.ssh_config is not None:
+            kwargs["config"] = list(self.options.ssh_config)
+        try:
+            options = asyncssh.SSHClientConnectionOptions(**kwargs)
+        except Exception:  # an unreadable config fails the connection itself, which says why
+            return Endpoint(address=host.target, port=host.port or 22, user=host.user)
+        jump = options.tunnel if isinstance(options.tunnel, str) and host.jump is None else None
+        return Endpoint(address=options.host, port=options.port, user=options.username, proxy_jump=jump)
+
     def _connect_error(self, host: Host, exc: Exception) -> TransportError | None:
-        """asyncssh's or the OS's connect failure as this module's; None for anything else."""
-        where = f"{host.target}:{host.port or 22}"
+        """asyncssh's or the OS's connect failure as this module's; None for anything else. The message names
+        the endpoint the SSH config resolved (an alias's HostName and Port, its User); when the config's
+        ProxyJump was in the way and the failure is one that the bastion's own connect gives, the bastion."""
+        endpoint = self.resolve(host)
+        where = endpoint.where
+        bastion = _first_hop(endpoint.proxy_jump)
+        if bastion is not None and isinstance(exc, OSError) and not isinstance(exc, TimeoutError):
+            # With a ProxyJump the target is reached through a channel (a failure there: ChannelOpenError), so a
+            # refused, unroutable or unresolvable connect is the bastion's; it is named, resolved in turn.
+            error = self._connect_error(Host(name=bastion.host, user=bastion.user or endpoint.user,
+                                             port=bastion.port), exc)
+            if error is not None:
+                return type(error)(f"via bastion {endpoint.proxy_jump} (ProxyJump of {host.target}): {error}",
+                                   reason=error.reason)
         if isinstance(exc, asyncssh.PermissionDenied):
-            return AuthFailed(f"login refused for user {host.user or 'default'} ({exc.reason})")
+            return AuthFailed(f"login refused for user {endpoint.user} at {where} ({exc.reason})")
         if isinstance(exc, asyncssh.ConnectionLost) and exc.reason == "Login timeout expired":
             # asyncssh's login timer starts once TCP is connected and bounds the banner, the key exchange and
             # authentication: the same silent server as the connect timeout, so the same status.
-            return ConnectFailed(f"no SSH login to {host.target} within {self.options.login_timeout_s:g} s of "
+            return ConnectFailed(f"no SSH login to {where} within {self.options.login_timeout_s:g} s of "
                                  "its TCP connect (--login-timeout: SSH banner, key exchange, authentication)",
                                  reason=UnreachableReason.TIMEOUT)
         if isinstance(exc, asyncssh.DisconnectError):
-            return ConnectionLost(f"SSH connection closed: {exc.reason}")
+            return ConnectionLost(f"SSH connection to {where} closed: {exc.reason}")
         if isinstance(exc, asyncssh.ChannelOpenError):  # the bastion could not open a tunnel to the target
             refused = "refused" in exc.reason.lower()  # OpenSSH's sshd passes on connect()'s strerror
             return ConnectFailed(f"the bastion could not reach {where}: {exc.reason}",
                                  reason=UnreachableReason.REFUSED if refused else UnreachableReason.NETWORK)
         if isinstance(exc, socket.gaierror):
-            return ConnectFailed(f"cannot resolve {host.target}: {exc.strerror}", reason=UnreachableReason.DNS)
+            return ConnectFailed(f"cannot resolve {endpoint.address}: {exc.strerror}", reason=UnreachableReason.DNS)
         if isinstance(exc, UnicodeError):  # the IDNA codec: a label over 63 characters, or an empty one
-            return ConnectFailed(f"cannot resolve {host.target[:80]}: not a valid host name (each dot-separated "
-                                 "part must be 1 to 63 characters)", reason=UnreachableReason.DNS)
+            return ConnectFailed(f"cannot resolve {endpoint.address[:80]}: not a valid host name (each "
+                                 "dot-separated part must be 1 to 63 characters)", reason=UnreachableReason.DNS)
         if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
             # asyncssh's connect_timeout bounds TCP, the banner, key exchange and authentication together.
-            return ConnectFailed(f"no SSH login to {host.target} within {self.options.connect_timeout_s:g} s "
+            through = f" through bastion {endpoint.proxy_jump} (ProxyJump)" if bastion is not None else ""
+            return ConnectFailed(f"no SSH login to {where}{through} within {self.options.connect_timeout_s:g} s "
                                  "(--connect-timeout: TCP connect, SSH banner, key exchange, authentication)",
                                  reason=UnreachableReason.TIMEOUT)
         if isinstance(exc, ConnectionRefusedError):

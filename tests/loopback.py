@@ -208,7 +208,7 @@ def _free_port(addresses: list[str]) -> int:
             port = int(probe.getsockname()[1])
         try:
             for address in addresses:
-                with socket.socket() as s:
+                with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as s:  # ::1 too
                     s.bind((address, port))
         except OSError:
             continue

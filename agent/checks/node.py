@@ -7,9 +7,11 @@ from gpudiag.model import Finding, HostStatus, NodeReadings, Severity, SmiStatus
 
 
 def nvidia_smi_health(host: str, node: NodeReadings, s: CheckSettings) -> tuple[Finding, ...]:
-    """NVIDIA_SMI_MISSING, DRIVER_ERROR, NO_GPUS: nvidia-smi's own failures, as findings."""
+    """NVIDIA_SMI_MISSING, DRIVER_ERROR, NO_GPUS, NVIDIA_SMI_HUNG: nvidia-smi's own failures, as findings."""
     message = node.smi_message or ""
     evidence = {"exit_code": node.smi_exit_code, "message": message}
+    if node.hung_calls:
+        return _hung(host, node)
     if node.smi_status is SmiStatus.MISSING:
         return (Finding(code="NVIDIA_SMI_MISSING", severity=Severity.UNKNOWN, host=host, gpu=None,
                         summary="nvidia-smi is not installed here, so the GPUs cannot be read: install the "
@@ -33,6 +35,21 @@ def nvidia_smi_health(host: str, node: NodeReadings, s: CheckSettings) -> tuple[
                                 f"{message or 'no message'}",
                         evidence=evidence),)
     return ()
+
+
+def _hung(host: str, node: NodeReadings) -> tuple[Finding, ...]:
+    """NVIDIA_SMI_HUNG (critical): a call on the node did not answer within its bound and was killed. The host
+    answered (SSH, the collector): it is the driver that is stuck, usually behind an Xid or a GPU off the bus."""
+    first = node.hung_calls[0]
+    others = [c.call for c in node.hung_calls[1:]]
+    read = "no GPU could be read" if not node.gpus else "the GPUs were read before it hung"
+    return (Finding(code="NVIDIA_SMI_HUNG", severity=Severity.CRITICAL, host=host, gpu=None,
+                    summary=f"{first.sentence} ({read}"
+                            + (f"; also hung: {', '.join(others)}" if others else "")
+                            + "): the driver is wedged - look for Xid errors in dmesg; the GPUs usually need a "
+                              "reset or the node a reboot",
+                    evidence={"call": first.call, "after_s": first.after_s, "hung_calls": len(node.hung_calls),
+                              "gpus_read": len(node.gpus)}),)
 
 
 def mixed_architectures(host: str, node: NodeReadings, s: CheckSettings) -> tuple[Finding, ...]:

@@ -126,6 +126,9 @@ def grep_exit_code(report: SweepReport, signature: str) -> int:
     return 0 if matched else 1
 
 
+GREP_SCHEMA = "gpudiag.grep/1"
+
+
 def grep_document(report: SweepReport, signature: str) -> str:
     """The matches as JSON: per host, per log, the count and the lines kept."""
     def scan_doc(scan: LogScan) -> dict[str, Any]:
@@ -135,7 +138,7 @@ def grep_document(report: SweepReport, signature: str) -> str:
                              "lines": [x.text for x in m.recent] or ([m.last.text] if m.last else [])}
                             for m in scan.found(signature)]}
 
-    doc = {"signature": signature, "started_at": report.started_at,
+    doc = {"schema": GREP_SCHEMA, "signature": signature, "started_at": report.started_at,
            "hosts": [{"host": h.host, "status": h.status.value, "error": h.error,
                       "logs": [scan_doc(s) for s in (h.readings.logs if h.readings else ())]} for h in report.hosts],
            "exit_code": grep_exit_code(report, signature)}

@@ -23,7 +23,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from gpudiag.model import GpuReading, HostReport, Severity, SmiStatus, SweepReport, worst
+from gpudiag.model import GpuReading, HostReport, Severity, SmiStatus, SweepReport, host_status_label, worst
 from gpudiag.report.columns import Column, allot, fit, total
 from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
 from gpudiag.report.findings_section import SEVERITY_TAGS, findings_section, most_serious_first
@@ -175,12 +175,12 @@ def host_block(host: HostReport, *, fold: bool = True) -> HostBlock:
     """The host's block: its GPU rows (or a message), and its finding codes."""
     codes = tuple(sorted((-1 if f.gpu is None else f.gpu, f.code, int(f.severity)) for f in host.findings))
     if not host.gpus:
-        return HostBlock(status=host.status.value, message=generic(no_gpu_message(host), host), codes=codes)
+        return HostBlock(status=host_status_label(host), message=generic(no_gpu_message(host), host), codes=codes)
     rows = []
     for gpu in sorted(host.gpus, key=lambda g: g.index):
         severities = [f.severity for f in host.findings if f.gpu == gpu.index]
         rows.append((gpu_cells(gpu), worst(severities) if severities else None))
-    return HostBlock(status=host.status.value, rows=tuple(_fold_gpu_rows(rows) if fold else rows), codes=codes)
+    return HostBlock(status=host_status_label(host), rows=tuple(_fold_gpu_rows(rows) if fold else rows), codes=codes)
 
 
 # ------------------------------------------------------------------------------------------- the GPU table

@@ -176,8 +176,10 @@ def collect(samples, interval_s, call_timeout_s, doc=None, watcher=None):
         t = time.monotonic() - start
         code, out, err = first if (i == 0 and first is not None) else proc.run(query, call_timeout_s)
         doc["samples"].append({"t_s": round(t, 3), "exit": code, "stdout": out, "stderr": err})
-        if code in (6, 9, 12, 127):
-            break  # no devices / no driver / no NVML: asking again says nothing new (nor would the header)
+        if code in (6, 9, 12, 127, proc.TIMED_OUT):
+            # no devices / no driver / no NVML: asking again says nothing new (nor would the header); a hung
+            # call (recorded in proc.HUNG) would hang again and cost the rest of the deadline.
+            break
         if i == 0 and watcher is not None and code == 0:
             found = smi_processes(smi, doc, call_timeout_s)
             doc["processes_from"] = "nvidia-smi"
@@ -246,6 +248,25 @@ def collect_nvml(doc, samples, interval_s, watcher=None):
     doc["cuda_version"] = doc["nvml"].get("cuda_version")
     doc["cuda_version_from"] = "nvml" if doc["cuda_version"] else None
     return True
+
+
+def _nvml_bounded(doc, samples, interval_s, bound_s, watcher=None):
+    """:func:`collect_nvml` in a thread, given the sampling window and ``bound_s`` more: NVML calls cannot be
+    killed, and one into a wedged driver never returns. Past that, the call is recorded as hung and False
+    sends the caller to nvidia-smi, whose calls are bounded one by one. The thread fills a document of its own,
+    merged only when it finishes in time, so a late answer cannot change what is being written."""
+    own = {"problems": []}
+    done = []
+    started = time.monotonic()
+    thread = _in_thread(own, lambda: done.append(collect_nvml(own, samples, interval_s, watcher)))
+    thread.join(samples * interval_s + bound_s)
+    if thread.is_alive():
+        proc.HUNG.append({"call": "NVML", "after_s": round(time.monotonic() - started, 1)})
+        doc["nvml_unavailable"] = "NVML did not answer in %.0f s" % (time.monotonic() - started)
+        return False
+    doc["problems"].extend(own.pop("problems"))
+    doc.update(own)
+    return bool(done and done[0])
 
 
 def _start_dcgm(doc, samples, interval_s, timeout_s):
@@ -482,6 +503,7 @@ def collect_round(config, kept):
     source = config.get("source", "auto")
     started = time.monotonic()
     doc = new_document()
+    del proc.HUNG[:]  # a streaming collector's previous round said its own
     # First, while this process has no other thread: the log scan forks (see _start_logs).
     logs = _start_logs(doc, config["logs"], call_timeout_s) if config.get("logs") else None
     extras = []  # run beside the sampling window, which is mostly waiting
@@ -497,7 +519,7 @@ def collect_round(config, kept):
     watcher = _Watcher(doc) if config.get("gpus", True) and config.get("processes", True) else None
     if not config.get("gpus", True):
         doc["nvidia_smi"] = {"path": None, "status": "skipped"}
-    elif source == "nvidia-smi" or not collect_nvml(doc, samples, interval_s, watcher):
+    elif source == "nvidia-smi" or not _nvml_bounded(doc, samples, interval_s, call_timeout_s, watcher):
         collect(samples, interval_s, call_timeout_s, doc, watcher)
     if watcher is not None and watcher.t0 is not None:
         doc["processes"] = watcher.finish()
@@ -508,6 +530,8 @@ def collect_round(config, kept):
         _finish_logs(doc, config["logs"], logs)
     if config.get("discover_logs") and isinstance(doc.get("processes"), dict):
         scan_server_logs(doc, config["discover_logs"], call_timeout_s, started)
+    if proc.HUNG:  # each call that outlived its bound and was killed: which one, after how long
+        doc["hung"] = list(proc.HUNG)
     if isinstance(doc.get("context"), dict):
         kept.setdefault("context", dict(doc["context"]))
     if gate is not None and isinstance(doc.get("context"), dict):

@@ -11,13 +11,24 @@ json_str() {
 }
 
 # Arguments "@note=TEXT" are not fields: sentences for the document's problems (e.g. "the logs were not
-# scanned": that needs python3).
-problems=""
+# scanned": that needs python3). "@bound=S": each nvidia-smi call is killed after S seconds (a wedged driver
+# never answers), and the document says which call hung, so the host still answers within its deadline.
+problems=""; bound=""; hung=""
 for spec in "$@"; do
     case $spec in
         @note=*) problems="$problems${problems:+,}\"$(json_str "${spec#@note=}")\"" ;;
+        @bound=*) bound=${spec#@bound=} ;;
     esac
 done
+
+smi_call() {
+    # `timeout` exits 124 when it had to end the call (its -k KILL follows a TERM that was not enough).
+    if [ -n "$bound" ] && command -v timeout >/dev/null 2>&1; then
+        LC_ALL=C timeout -k 2 "$bound" "$smi" "$@"
+    else
+        LC_ALL=C "$smi" "$@"
+    fi
+}
 
 host=$(hostname 2>/dev/null || uname -n)
 kernel=$(uname -r)
@@ -35,13 +46,13 @@ if [ -z "$smi" ]; then
     exit 0
 fi
 
-help=$(LC_ALL=C "$smi" --help-query-gpu 2>&1); help_exit=$?
+help=$(smi_call --help-query-gpu 2>&1); help_exit=$?
 known=$(printf '%s\n' "$help" | grep '^"' | grep -o '"[^"]*"' | tr -d '"')
 printf '"nvidia_smi":{"path":"%s","help_exit":%d},"fields":[' "$(json_str "$smi")" "$help_exit"
 
 query=""; sep=""
 for spec in "$@"; do
-    case $spec in @note=*) continue ;; esac
+    case $spec in @*) continue ;; esac
     logical=${spec%%=*}; names=${spec#*=}
     chosen=""
     old_ifs=$IFS; IFS='|'
@@ -61,16 +72,22 @@ while [ "$i" -lt "$samples" ] && [ -z "$stop" ]; do
     if [ "$i" -gt 0 ]; then sleep "$interval"; fi
     errfile=${TMPDIR:-/tmp}/gpudiag.$$.err
     # nvidia-smi's exit status travels behind a marker: a pipeline would report the last command's.
-    out=$(LC_ALL=C "$smi" --query-gpu="$query" --format=csv,noheader,nounits 2>"$errfile" </dev/null; echo "@exit=$?")
+    out=$(smi_call --query-gpu="$query" --format=csv,noheader,nounits 2>"$errfile" </dev/null; echo "@exit=$?")
     code=${out##*@exit=}; out=${out%@exit=*}
     err=$(head -c 65536 "$errfile" 2>/dev/null); rm -f "$errfile"
     t=$(awk -v i="$i" -v s="$interval" 'BEGIN { printf "%.3f", i * s }')
     printf '%s{"t_s":%s,"exit":%d,"stdout":"%s","stderr":"%s"}' "$sep" "$t" "$code" "$(json_str "$out")" "$(json_str "$err")"
     sep=","
     case $code in 6|9|12|127) stop=1 ;; esac
+    if [ "$code" = 124 ] && [ -n "$bound" ]; then  # hung: asking again would hang again
+        hung="{\"call\":\"nvidia-smi --query-gpu\",\"after_s\":$bound}"; stop=1
+    fi
     i=$((i + 1))
 done
 
-cuda=$(LC_ALL=C "$smi" 2>/dev/null </dev/null | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -n 1)
+cuda=""
+if [ -z "$hung" ]; then  # the header of a wedged driver would hang the same way
+    cuda=$(smi_call 2>/dev/null </dev/null | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -n 1)
+fi
 if [ -n "$cuda" ]; then cuda="\"$cuda\""; else cuda=null; fi
-printf '],"cuda_version":%s,"problems":[%s]}\n' "$cuda" "$problems"
+printf '],"cuda_version":%s,"hung":[%s],"problems":[%s]}\n' "$cuda" "$hung" "$problems"

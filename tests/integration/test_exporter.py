@@ -56,7 +56,10 @@ def test_exporter_answers_from_the_last_refresh(sshd_cluster, tmp_path: Path) ->
             time.sleep(0.2)
         assert len(latencies) > 3 and max(latencies) < 2.0  # the hung node (4 s deadline) never held a scrape
         lines = text.splitlines()
-        assert 'gpudiag_host_up{host="hang"} 0.0' in lines
+        # The hung node answered (its nvidia-smi was killed at its bound): up, with a critical finding.
+        assert 'gpudiag_host_up{host="hang"} 1.0' in lines
+        assert any(line.startswith('gpudiag_finding{code="NVIDIA_SMI_HUNG",') and 'host="hang"' in line
+                   for line in lines)
         assert any(line.startswith('gpudiag_finding{code="BUSY_LOW_POWER",gpu="0",host="case_study"') for line in lines)
         assert any(line.startswith('gpudiag_gpu_power_watts{gpu="0",host="healthy"') for line in lines)
         assert "# TYPE gpudiag_gpu_utilization_ratio gauge" in lines

@@ -92,9 +92,9 @@ def test_a_changed_key_never_suggests_accept_new(sshd_cluster, accept_new: bool)
 
 
 @pytest.mark.parametrize(("connect_s", "login_s", "error"), [
-    (1.0, 10.0, "no SSH login to 127.0.0.1 within 1 s (--connect-timeout: TCP connect, SSH banner, key exchange, "
-                "authentication)"),
-    (10.0, 1.0, "no SSH login to 127.0.0.1 within 1 s of its TCP connect (--login-timeout: SSH banner, key "
+    (1.0, 10.0, "no SSH login to 127.0.0.1:{port} within 1 s (--connect-timeout: TCP connect, SSH banner, key "
+                "exchange, authentication)"),
+    (10.0, 1.0, "no SSH login to 127.0.0.1:{port} within 1 s of its TCP connect (--login-timeout: SSH banner, key "
                 "exchange, authentication)"),
 ], ids=["connect-timeout-fires", "login-timeout-fires"])
 def test_a_silent_server_is_unreachable_whichever_timeout_fires(sshd_cluster, silent_listener: int,  # type: ignore[no-untyped-def]
@@ -104,7 +104,7 @@ def test_a_silent_server_is_unreachable_whichever_timeout_fires(sshd_cluster, si
                                  port=silent_listener)
     result = only(run_sweep([silent], connect_timeout_s=connect_s, login_timeout_s=login_s))
     assert (result.status, result.unreachable_reason, result.error) == (
-        HostStatus.UNREACHABLE, UnreachableReason.TIMEOUT, error)
+        HostStatus.UNREACHABLE, UnreachableReason.TIMEOUT, error.format(port=silent_listener))
     assert result.duration_s is not None and result.duration_s < 5
     (finding,) = result.findings
     assert finding.evidence == {"status": "unreachable", "unreachable_reason": "timeout"}

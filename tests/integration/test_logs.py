@@ -172,7 +172,7 @@ hosts:
     assert f"{tmp_path / 'none.log'}: missing (no such file)" in out
 
     as_json = json.loads(_cli("grep", "-i", str(inventory), "--limit", "node1", "--signature", "sglang_ready",
-                              "--json").stdout)
+                              "--format", "json").stdout)
     assert as_json["exit_code"] == 0 and as_json["hosts"][0]["logs"][0]["matches"][0]["count"] == 1
 
     swept = _cli("sweep", "-i", str(inventory), "--limit", "node1", "--format", "json", "--samples", "1")

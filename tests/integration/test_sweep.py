@@ -20,6 +20,7 @@ import pytest
 from gpudiag.checks import CheckSettings
 from gpudiag.collectors.node import probe
 from gpudiag.model import Host, HostReport, HostStatus, Severity, SmiStatus, SweepReport
+from gpudiag.remote import call_bound_s
 from gpudiag.runner import SweepOptions, sweep
 from gpudiag.transport import SshOptions, SshTransport
 
@@ -153,14 +154,36 @@ def test_hardware_scenarios(scenario_sweep: dict[str, HostReport]) -> None:
     assert codes(scenario_sweep["ecc"]) == [("ECC_UNCORRECTED", 1)]
 
 
-def test_hung_nvidia_smi_times_out_and_the_remote_process_is_ended(sshd_cluster) -> None:  # type: ignore[no-untyped-def]
+def test_a_hung_nvidia_smi_is_a_finding_of_a_host_that_answered(sshd_cluster) -> None:  # type: ignore[no-untyped-def]
+    """The host answered over SSH; its nvidia-smi hung. The call is killed at its own bound (half of what the
+    deadline leaves beside the sampling window: 4.3 s here), and the host is ok with a critical finding."""
     (hang,) = sshd_cluster.hosts("hang")
     pid_file = sshd_cluster.hang_pid_file()
     pid_file.unlink(missing_ok=True)
-    report = run_sweep([hang], dataclasses.replace(FAST, deadline_s=3.0))
+    report = run_sweep([hang], dataclasses.replace(FAST, deadline_s=9.0))
     host = only(report)
+    assert pid_file.exists(), "the fake nvidia-smi never hung, so this test proved nothing"
+    assert (host.status, host.error) == (HostStatus.OK, None)
+    assert host.readings is not None and host.readings.smi_status is SmiStatus.HUNG
+    ((call, after_s),) = [(c.call, c.after_s) for c in host.readings.hung_calls]
+    assert call == "nvidia-smi --query-gpu" and call_bound_s(9.0, FAST.samples, FAST.interval_s) <= after_s < 9.0
+    (finding,) = host.findings
+    assert (finding.code, finding.severity, finding.evidence["call"]) == (
+        "NVIDIA_SMI_HUNG", Severity.CRITICAL, "nvidia-smi --query-gpu")
+    assert finding.summary.startswith(f"nvidia-smi --query-gpu did not answer in {after_s:g} s and was killed (no "
+                                      "GPU could be read): the driver is wedged")
+    assert sshd_cluster.hung_stub_ended(wait_s=10.0)  # killed with the call, not left behind
+
+
+def test_the_whole_collector_deadline_is_still_the_last_resort(sshd_cluster) -> None:  # type: ignore[no-untyped-def]
+    """With a deadline as short as the smallest call bound (1 s), `timeout` ends the collector first: status
+    timeout, as before per-call bounds, and the hung stub is ended with the remote process group."""
+    (hang,) = sshd_cluster.hosts("hang")
+    pid_file = sshd_cluster.hang_pid_file()
+    pid_file.unlink(missing_ok=True)
+    host = only(run_sweep([hang], dataclasses.replace(FAST, deadline_s=1.0)))
     assert host.status is HostStatus.TIMEOUT
-    assert host.error == ("the collector did not finish within 3 s (nvidia-smi may be hung); "
+    assert host.error == ("the collector did not finish within 1 s (nvidia-smi may be hung); "
                           "the remote process was ended")
     assert [f.code for f in host.findings] == ["HOST_UNREACHABLE"]
     assert pid_file.exists(), "the fake nvidia-smi never hung, so this test proved nothing"
@@ -182,8 +205,8 @@ def test_silent_host_costs_the_connect_timeout_not_the_sweep(sshd_cluster, silen
     report = run_sweep([silent, *sshd_cluster.hosts("healthy")], connect_timeout_s=1.0)
     dead, healthy = report.hosts
     assert dead.status is HostStatus.UNREACHABLE
-    assert dead.error == ("no SSH login to 127.0.0.1 within 1 s (--connect-timeout: TCP connect, SSH banner, "
-                          "key exchange, authentication)")
+    assert dead.error == (f"no SSH login to 127.0.0.1:{silent_listener} within 1 s (--connect-timeout: TCP connect, "
+                          "SSH banner, key exchange, authentication)")
     assert healthy.status is HostStatus.OK
 
 

@@ -59,7 +59,7 @@ def test_a_kept_collector_nobody_asks_exits_after_its_idle_time(python: str) -> 
 def test_a_hung_nvidia_smi_in_watch_reads_as_a_timeout(sshd_cluster) -> None:  # type: ignore[no-untyped-def]
     """The collector ends its round at the round's deadline (before the controller's, which has a grace) and
     exits 124 like `timeout`: the host is `timeout`, and the hung nvidia-smi is gone."""
-    options = SweepOptions(samples=1, interval_s=0.0, deadline_s=2.0, stream=True)
+    options = SweepOptions(samples=1, interval_s=0.0, deadline_s=1.0, stream=True)  # no longer than a call bound
     command = collector_command(options)
     host = sshd_cluster.host(sshd_cluster.address_of("hang"), "hang")
     transport = SshTransport(SshOptions(ssh_config=[], connect_timeout_s=10, keep_connections=True))

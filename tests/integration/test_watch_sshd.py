@@ -100,7 +100,16 @@ def test_a_node_without_python_answers_each_refresh_with_a_new_shell_collector(s
     assert all(r.exit_status == 0 for r in results)
 
 
+def test_a_hung_call_is_killed_at_its_bound_and_the_round_still_answers(sshd_cluster) -> None:  # type: ignore[no-untyped-def]
+    results = _rounds(sshd_cluster, "hang", 2, deadline_s=4.0)
+    docs = [json.loads(r.stdout) for r in results]
+    assert [d["hung"][0]["call"] for d in docs] == ["nvidia-smi --query-gpu"] * 2  # each round says its own
+    assert [d["stream"]["round"] for d in docs] == [1, 2]  # the same collector answered both
+    assert sshd_cluster.hung_stub_ended("hang")
+
+
 def test_a_hung_round_ends_the_collector_and_its_hung_nvidia_smi(sshd_cluster) -> None:  # type: ignore[no-untyped-def]
-    (result,) = _rounds(sshd_cluster, "hang", 1, deadline_s=2.0)
+    # The last resort: a round deadline no longer than the smallest call bound (1 s) fires first.
+    (result,) = _rounds(sshd_cluster, "hang", 1, deadline_s=1.0)
     assert result.stdout == b"" and result.exit_status != 0
     assert sshd_cluster.hung_stub_ended("hang")  # the round's deadline ended the whole group on the node

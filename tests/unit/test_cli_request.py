@@ -88,7 +88,7 @@ def test_a_watch_builds_its_plans_once_for_every_refresh(calls: Calls) -> None:
 
 
 def test_the_demo_builds_each_plan_once(calls: Calls) -> None:
-    done = invoke("grep", "--demo", "-s", "kernel_xid", "--json")
+    done = invoke("grep", "--demo", "-s", "kernel_xid", "--format", "json")
     assert done.exit_code == 2, done.output  # 2: the unreachable node could not be searched
     assert calls.planners == 1  # --signature checked once, before the demo cluster started
     assert len(calls.plans) == len(calls.swept) == 6
@@ -142,10 +142,10 @@ def test_select_hosts_keeps_the_first_of_a_host_given_twice(tmp_path: Path) -> N
 def test_what_an_ansible_inventory_was_read_as_is_said_on_stderr(tmp_path: Path) -> None:
     inventory = tmp_path / "hosts.ini"
     inventory.write_text("[gpus]\ngpu[01:02] ansible_host=127.0.0.2\n")
-    done = invoke("inventory", "-i", str(inventory), "--json")
+    done = invoke("inventory", "-i", str(inventory), "--format", "json")
     assert done.exit_code == 0, done.stderr
     assert done.stderr == f"gpudiag: {inventory}: an Ansible INI inventory: 2 hosts in 1 groups\n"
-    assert [(h["name"], h["address"], h["groups"]) for h in json.loads(done.stdout)] == [
+    assert [(h["name"], h["address"], h["groups"]) for h in json.loads(done.stdout)["hosts"]] == [
         ("gpu01", "127.0.0.2", ["gpus"]), ("gpu02", "127.0.0.2", ["gpus"])]
     selected = select_hosts(HostSelection(inventory=inventory, exclude=("gpu02",)))  # the request's own step
     assert ([h.name for h in selected.hosts], selected.read_as) == (["gpu01"], done.stderr[9:-1])

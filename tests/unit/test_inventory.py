@@ -392,8 +392,8 @@ BROKEN = [
         hosts:
           gpu01: {jump: "ops@bastion:99999"}
         """,
-        "{file}:2: hosts.gpu01.jump: expected [user@]host[:port] with a port 1-65535, "
-        "got 'ops@bastion:99999'",
+        "{file}:2: hosts.gpu01.jump: expected [user@]host[:port] (an IPv6 host in brackets: [::1]:22) with a "
+        "port 1-65535, got 'ops@bastion:99999'",
         id="bad-jump",
     ),
     pytest.param(
@@ -549,7 +549,10 @@ def test_a_user_with_a_nul_or_space_fails_before_any_connection(user: str) -> No
     [
         ((), None, "no hosts given: name at least one host or pattern"),
         (("gpu[1-",), None, "host pattern: bad host pattern 'gpu[1-': '[' is never closed"),
-        (("ops@gpu1",), None, "host pattern: bad host pattern 'ops@gpu1': unexpected character '@'"),
+        (("ops@gpu1:99999",), None, "host pattern: bad target 'ops@gpu1:99999': the port must be 1-65535, got "
+                                    "'99999'"),
+        (("@ops@gpu1",), None, "@ops@gpu1: expected @group or @source:group (letters, digits, '_', '.', '-'), "
+                               "got '@ops@gpu1'"),
         (("gpu1",), 0, "port must be an integer from 1 to 65535, got 0"),
     ],
 )

@@ -180,7 +180,9 @@ def test_host_whose_nvidia_smi_failed_gets_a_row_without_gpus():
 
     text = render_table(report, width=120)
 
-    assert _lines_with(text, "gpu01") == ["gpu01: ok: nvidia-smi driver_error: NVIDIA-SMI has failed"]
+    # "ok" alone beside a driver error would read as healthy: the GPUs' state stands beside the SSH status.
+    assert _lines_with(text, "gpu01") == [
+        "gpu01: ok, gpus: driver_error: nvidia-smi driver_error: NVIDIA-SMI has failed"]
 
 
 def test_findings_by_host_one_line_each():

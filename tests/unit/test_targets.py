@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 
 import pytest
 
 from gpudiag.inventory import InventoryError, hosts_from_patterns
-from gpudiag.targets import TargetError, expand_target, names_from_file
+from gpudiag.targets import TargetError, expand_target, names_from_file, resolve_target
 
 
 @pytest.fixture
@@ -87,3 +88,86 @@ def test_targets_on_the_command_line(groups_conf: Path, tmp_path: Path) -> None:
     assert [h.name for h in hosts] == ["gpu01", "gpu02", "login1", "spare", "gpu03"]
     with pytest.raises(InventoryError, match="^@nope: no such ClusterShell group"):
         hosts_from_patterns(["@nope"])
+
+
+@pytest.mark.parametrize(("word", "targets"), [
+    ("ops@gpu[01-02]", [("gpu01", "ops", None), ("gpu02", "ops", None)]),
+    ("gpu01:2222", [("gpu01", None, 2222)]),
+    ("ops@gpu01:2222", [("gpu01", "ops", 2222)]),
+    ("[fe80::1]", [("fe80::1", None, None)]),
+    ("[fe80::1%eth0]:22", [("fe80::1%eth0", None, 22)]),
+    ("ops@[::1]:2222", [("::1", "ops", 2222)]),
+    ("::1", [("::1", None, None)]),
+    ("gpu[01-02]", [("gpu01", None, None), ("gpu02", None, None)]),  # brackets of a range, not an address
+])
+def test_words_people_type(word: str, targets: list[tuple[str, str | None, int | None]]) -> None:
+    assert [(t.name, t.user, t.port) for t in resolve_target(word)] == targets
+
+
+@pytest.mark.parametrize(("word", "message"), [
+    ("@", "@: expected @group or @source:group (letters, digits, '_', '.', '-'), got '@'"),
+    ("ops@", "bad target 'ops@': no host name"),
+    ("gpu01:22x", "bad target 'gpu01:22x': the port must be 1-65535, got '22x'"),
+    ("[::1]:0", "bad target '[::1]:0': the port must be 1-65535, got '0'"),
+    ("[fe80::zz]", "bad target '[fe80::zz]': 'fe80::zz' is not an IPv6 address"),
+    ("[::1]2222", "bad target '[::1]2222': expected [IPv6] or [IPv6]:port"),
+])
+def test_bad_words_are_one_line(word: str, message: str) -> None:
+    with pytest.raises(TargetError) as excinfo:
+        resolve_target(word)
+    assert str(excinfo.value) == message
+
+
+def test_the_words_user_and_port_win_over_the_flags() -> None:
+    hosts = hosts_from_patterns(["root@gpu01:2200", "gpu02", "[::1]:2222"], user="ops", port=22)
+    assert [(h.name, h.target, h.user, h.port) for h in hosts] == [
+        ("gpu01", "gpu01", "root", 2200), ("gpu02", "gpu02", "ops", 22), ("::1", "::1", "ops", 2222)]
+
+
+def test_a_host_file_may_carry_users_and_ports(tmp_path: Path) -> None:
+    path = tmp_path / "hosts.txt"
+    path.write_text("ops@gpu01:2222  # a node on a forwarded port\n[::1]\n")
+    assert [(t.name, t.user, t.port) for t in resolve_target(f"^{path}")] == [("gpu01", "ops", 2222),
+                                                                              ("::1", None, None)]
+
+
+class _Stdin(io.StringIO):
+    def __init__(self, text: str, tty: bool = False) -> None:
+        super().__init__(text)
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+def test_hosts_on_stdin_as_squeue_prints_them() -> None:
+    # squeue -h -o %N: one line per job, each a folded Slurm list; scontrol show hostnames: one name a line.
+    text = "gpu[01-03],cpu1\ngpu02 gpu[10-11]\n\nops@login1:2222\n"
+    found = resolve_target("-", stdin=lambda: _Stdin(text))
+    assert [(t.name, t.user, t.port) for t in found] == [
+        ("gpu01", None, None), ("gpu02", None, None), ("gpu03", None, None), ("cpu1", None, None),
+        ("gpu10", None, None), ("gpu11", None, None), ("login1", "ops", 2222)]
+
+
+@pytest.mark.parametrize(("text", "tty", "message"), [
+    ("", False, "-: stdin names no hosts"),
+    ("gpu01\n", True, "-: reads host names from stdin, but stdin is a terminal (pipe them in: squeue -h -o %N | "
+                      "gpudiag sweep -)"),
+    ("gpu01\ngpu[1-\n", False, "-:2: bad host pattern 'gpu[1-': '[' is never closed"),
+    ("^/etc/hosts\n", False, "-:1: '^/etc/hosts': a host list cannot name another one"),
+])
+def test_stdin_errors_are_one_line(text: str, tty: bool, message: str) -> None:
+    with pytest.raises(TargetError) as excinfo:
+        resolve_target("-", stdin=lambda: _Stdin(text, tty))
+    assert str(excinfo.value) == message
+
+
+def test_a_dash_through_the_command_line(tmp_path: Path) -> None:
+    """`... | gpudiag inventory` has no targets; sweep's are read the same way: through the CLI's process stdin."""
+    import subprocess
+
+    code = ("import sys; from gpudiag.inventory import hosts_from_patterns as h; "
+            "print(' '.join(x.name for x in h(['-', 'extra1'])))")
+    done = subprocess.run([sys.executable, "-c", code], input="gpu[01-02]\n", capture_output=True, text=True,
+                          check=True, timeout=60)
+    assert done.stdout.split() == ["gpu01", "gpu02", "extra1"]

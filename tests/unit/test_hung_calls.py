@@ -1,0 +1,154 @@
+"""A hung nvidia-smi is a finding of a host that answered, not a host timeout: each call on the node has its own
+bound, well inside the deadline; past it the call (and what it started) is killed and the document says which
+call hung and for how long. The real collectors (Python and POSIX sh) run here with the fake nvidia-smi in its
+``hang`` scenario on PATH, through the local transport (the real command line, no SSH)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from builders import host_report, sweep
+
+from gpudiag.checks import CheckSettings, evaluate
+from gpudiag.choices import Source
+from gpudiag.collectors.bundle import fallback_source
+from gpudiag.collectors.node import proc
+from gpudiag.model import Host, HostStatus, HungCall, NodeReadings, Severity, SmiStatus, host_status_label
+from gpudiag.parse import parse_probe
+from gpudiag.remote import CollectorCall, call_bound_s, collector_call
+from gpudiag.report import OutputFormat, render
+from gpudiag.report.json_report import from_document, to_document
+from gpudiag.transport import LocalTransport, RemoteCommand
+
+STUB = Path(__file__).resolve().parents[2] / "agent" / "simulate" / "fake_nvidia_smi"
+
+
+def _ended(pid: int, wait_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_call_past_its_bound_is_killed_with_its_children(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    del proc.HUNG[:]
+    code, out, err = proc.run(["sh", "-c", f"sleep 60 & echo $! > {pid_file}; wait"], 0.5)
+    assert (code, out, err) == (124, "", "no answer in 0.5 s: killed")
+    assert [h["call"] for h in proc.HUNG] == ["sh -c"] and 0.5 <= proc.HUNG[0]["after_s"] < 5
+    assert _ended(int(pid_file.read_text()))  # the child it started holds no pipe and burns no slot
+    del proc.HUNG[:]
+
+
+@pytest.mark.parametrize(("deadline_s", "samples", "interval_s", "bound_s"), [
+    (30.0, 5, 0.5, 13.8),  # the defaults: well inside the deadline
+    (3.0, 1, 0.0, 1.5),
+    (2.0, 5, 0.5, 1.0),  # never below 1 s: a real nvidia-smi needs up to a second
+])
+def test_the_call_bound_leaves_room_inside_the_deadline(deadline_s: float, samples: int, interval_s: float,
+                                                        bound_s: float) -> None:
+    assert call_bound_s(deadline_s, samples, interval_s) == bound_s
+
+
+@pytest.fixture
+def hung_node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This machine as a node whose nvidia-smi hangs on --query-gpu (and answers --help-query-gpu)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    body = STUB.read_text().split("\n", 1)[1]
+    (bin_dir / "nvidia-smi").write_text(f"#!{sys.executable}\n{body}")
+    (bin_dir / "nvidia-smi").chmod(0o755 | stat.S_IXUSR)
+    (bin_dir / "scenarios").symlink_to(STUB.parent / "scenarios")
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.setenv("GPUDIAG_FAKE_SCENARIO", "hang")
+    monkeypatch.setenv("GPUDIAG_FAKE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("SSH_CONNECTION", "127.0.0.1 40000 127.0.0.9 22")
+    return tmp_path / "state" / "hang-127.0.0.9.pid"
+
+
+def _collect(call: CollectorCall, deadline_s: float) -> dict[str, object]:
+    command = RemoteCommand(command=call.command, stdin=call.stdin, deadline_s=deadline_s,
+                            ends_with_stdin=call.ends_with_stdin)
+    result = asyncio.run(LocalTransport().run(Host(name="localhost"), command))
+    assert result.exit_status == 0, result.stderr
+    return dict(json.loads(result.stdout))
+
+
+def test_the_python_collector_reports_the_hung_call_and_answers(hung_node: Path) -> None:
+    call = collector_call(samples=2, interval_s=0.1, deadline_s=6.0, source=Source.NVIDIA_SMI)
+    doc = _collect(call, 6.0)
+    bound = call_bound_s(6.0, 2, 0.1)
+    (hung,) = doc["hung"]  # type: ignore[misc]
+    assert hung["call"] == "nvidia-smi --query-gpu" and bound <= hung["after_s"] < 6.0
+    assert [s["exit"] for s in doc["samples"]] == [124]  # type: ignore[union-attr]  # not asked again
+    assert _ended(int(hung_node.read_text()))
+    node = parse_probe(doc)
+    assert node.smi_status is SmiStatus.HUNG and node.hung_calls == (HungCall(call=hung["call"],
+                                                                               after_s=hung["after_s"]),)
+
+
+def test_the_shell_collector_bounds_each_call_too(hung_node: Path) -> None:
+    """The POSIX sh collector (nodes without python3) as the dispatcher runs it: its arguments from the same
+    command line (``@bound=S`` among them), each nvidia-smi call wrapped in `timeout`."""
+    call = collector_call(samples=2, interval_s=0.1, deadline_s=6.0, source=Source.NVIDIA_SMI)
+    args = shlex.split(call.command)
+    script_args = args[args.index(fallback_source()) + 1:]  # samples, interval, @bound=, the field table
+    assert f"@bound={call_bound_s(6.0, 2, 0.1):g}" in script_args
+    done = subprocess.run(["sh", "-c", fallback_source(), "gpudiag", *script_args], capture_output=True,
+                          stdin=subprocess.DEVNULL, timeout=30, check=True)
+    doc = json.loads(done.stdout)
+    assert doc["collector"] == "sh"
+    assert doc["hung"] == [{"call": "nvidia-smi --query-gpu", "after_s": call_bound_s(6.0, 2, 0.1)}]
+    assert [s["exit"] for s in doc["samples"]] == [124] and doc["cuda_version"] is None  # not asked again
+    assert parse_probe(doc).smi_status is SmiStatus.HUNG
+    assert _ended(int(hung_node.read_text()))
+
+
+def _hung_readings(gpus_read: bool) -> NodeReadings:
+    doc = {"schema": "gpudiag.probe/2", "collector": "python", "host": {"hostname": "gpu01", "kernel": "6.8"},
+           "nvidia_smi": {"path": "/usr/bin/nvidia-smi"}, "fields": [["index", "index"]],
+           "samples": [{"t_s": 0, "exit": 0 if gpus_read else 124, "stdout": "0\n1\n" if gpus_read else "",
+                        "stderr": "" if gpus_read else "no answer in 9 s: killed"}],
+           "hung": [{"call": "nvidia-smi topo" if gpus_read else "nvidia-smi --query-gpu", "after_s": 9.2}],
+           "problems": []}
+    return parse_probe(doc)
+
+
+def test_the_finding_says_which_call_hung_and_for_how_long() -> None:
+    node = _hung_readings(gpus_read=False)
+    (finding,) = [f for f in evaluate("gpu01", HostStatus.OK, None, node, CheckSettings())
+                  if f.code == "NVIDIA_SMI_HUNG"]
+    assert finding.severity is Severity.CRITICAL and finding.gpu is None
+    assert finding.summary == ("nvidia-smi --query-gpu did not answer in 9.2 s and was killed (no GPU could be "
+                               "read): the driver is wedged - look for Xid errors in dmesg; the GPUs usually need "
+                               "a reset or the node a reboot")
+    assert finding.evidence == {"call": "nvidia-smi --query-gpu", "after_s": 9.2, "hung_calls": 1, "gpus_read": 0}
+    # The GPUs were read, then another call (the topology) hung: still critical, and the GPUs keep their rows.
+    later = _hung_readings(gpus_read=True)
+    assert later.smi_status is SmiStatus.OK and len(later.gpus) == 2
+    (other,) = [f for f in evaluate("gpu01", HostStatus.OK, None, later, CheckSettings())
+                if f.code == "NVIDIA_SMI_HUNG"]
+    assert other.summary.startswith("nvidia-smi topo did not answer in 9.2 s and was killed (the GPUs were read")
+
+
+def test_the_status_says_the_gpus_hung_beside_ok_and_survives_json() -> None:
+    node = _hung_readings(gpus_read=False)
+    host = host_report("gpu01", readings=node)
+    assert host_status_label(host) == "ok, gpus: hung"
+    table = render(sweep(host), OutputFormat.TABLE, width=200)
+    assert "ok, gpus: hung" in table
+    back = from_document(json.loads(json.dumps(to_document(sweep(host)))))
+    assert back.hosts[0].readings is not None and back.hosts[0].readings.hung_calls == node.hung_calls
