@@ -52,6 +52,7 @@ COLUMNS = (
     "temp °C",
     "PCIe",
     "reasons",
+    "process",  # the GPU's main process (NodeReadings.main_process); left out when no GPU has one
 )
 
 
@@ -111,8 +112,9 @@ def pcie_cell(gpu: GpuReading) -> str:
     return f"{current}/{link(gpu.pcie_gen_max, gpu.pcie_width_max)}" if gpu.pcie_below_max else current
 
 
-def gpu_cells(gpu: GpuReading) -> tuple[str, ...]:
-    """The row for one GPU, every column after ``host``; numbers rounded as shown."""
+def gpu_cells(gpu: GpuReading, process: str = MISSING) -> tuple[str, ...]:
+    """The row for one GPU, every column after ``host``; numbers rounded as shown. ``process``: its main
+    process, "pid 4312 sglang (job 81723)"."""
     reasons = ", ".join(gpu.clock_event_reasons) or MISSING
     if gpu.lost:
         reasons = "LOST" if reasons == MISSING else f"LOST, {reasons}"
@@ -127,6 +129,7 @@ def gpu_cells(gpu: GpuReading) -> tuple[str, ...]:
         _num(gpu.temperature_c),
         pcie_cell(gpu),
         reasons,
+        process,
     )
 
 
@@ -179,7 +182,8 @@ def host_block(host: HostReport, *, fold: bool = True) -> HostBlock:
     rows = []
     for gpu in sorted(host.gpus, key=lambda g: g.index):
         severities = [f.severity for f in host.findings if f.gpu == gpu.index]
-        rows.append((gpu_cells(gpu), worst(severities) if severities else None))
+        main = host.readings.main_process(gpu.index) if host.readings is not None else None
+        rows.append((gpu_cells(gpu, main.label if main else MISSING), worst(severities) if severities else None))
     return HostBlock(status=host_status_label(host), rows=tuple(_fold_gpu_rows(rows) if fold else rows), codes=codes)
 
 
@@ -193,21 +197,23 @@ _NAME_NARROW = 12  # ... or three at 80 columns ("RTX PRO 6000" on the first)
 _UNIT_IN_HEADER = {"SM clock": ("SM MHz", " MHz")}
 _TWO_LINE_HEADERS = frozenset({"util %", "mem %", "temp °C"})
 _NAME = COLUMNS.index("name")
-_LEFT = frozenset({"host", "name", "cc/SM", "PCIe", "reasons"})
+_PROCESS = COLUMNS.index("process")
+_LEFT = frozenset({"host", "name", "cc/SM", "PCIe", "reasons", "process"})
 
 
 def _columns(name_width: int, pcie_matters: bool) -> tuple[Column, ...]:
     """The GPU table's columns by how much they matter at a glance (the findings say the rest): a link below
     its maximum makes PCIe matter."""
     priority = {"host": 100, "gpu": 100, "util %": 90, "power": 85, "reasons": 70, "name": 60, "SM clock": 50,
-                "temp °C": 40, "mem %": 35, "PCIe": 75 if pcie_matters else 20, "cc/SM": 10}
-    fold_to = {"host": 20, "name": name_width, "reasons": 14}  # "sw_power_cap," whole
+                "temp °C": 40, "mem %": 35, "PCIe": 75 if pcie_matters else 20, "process": 30, "cc/SM": 10}
+    fold_to = {"host": 20, "name": name_width, "reasons": 14, "process": 28}  # "sw_power_cap," whole
     return tuple(Column(header=h, priority=priority[h], fold_to=fold_to.get(h)) for h in COLUMNS)
 
 
 @dataclass(frozen=True, slots=True)
 class _Layout:
     shown: tuple[int, ...]  # positions in COLUMNS
+    applies: tuple[int, ...]  # the columns some row has a value for (no process anywhere: no process column)
     max_widths: dict[int, int]  # the folding columns' widths, by position (empty: every column at full width)
     two_line_headers: bool
 
@@ -223,10 +229,11 @@ def _layout(groups: Sequence[tuple[tuple[str, ...], HostBlock]], width: int) -> 
             for position, cell in enumerate(cells, start=1):
                 natural[position] = max(natural[position], cell_len(cell))
     pcie_matters = any("/" in cells[COLUMNS.index("PCIe") - 1] for _, b in groups for cells, _ in b.rows)
-    every = tuple(range(len(COLUMNS)))
+    has_process = any(cells[_PROCESS - 1] != MISSING for _, b in groups for cells, _ in b.rows)
+    every = tuple(p for p in range(len(COLUMNS)) if p != _PROCESS or has_process)
     headers = [max(natural[i], cell_len(h)) for i, h in enumerate(COLUMNS)]
     if total(_columns(_NAME_WIDE, pcie_matters), headers, every) <= width:
-        return _Layout(every, {}, False)
+        return _Layout(every, every, {}, False)
     compact = [max(natural[i], *(cell_len(part) for part in h.split())) if h in _TWO_LINE_HEADERS
                else headers[i] for i, h in enumerate(COLUMNS)]
     for i, header in enumerate(COLUMNS):
@@ -237,8 +244,8 @@ def _layout(groups: Sequence[tuple[tuple[str, ...], HostBlock]], width: int) -> 
     layouts = []
     for name_width in (_NAME_WIDE, _NAME_NARROW):
         columns = _columns(name_width, pcie_matters)
-        shown = fit(columns, compact, width)
-        layouts.append(_Layout(shown, allot(columns, compact, shown, width), True))
+        shown = tuple(every[i] for i in fit([columns[p] for p in every], [compact[p] for p in every], width))
+        layouts.append(_Layout(shown, every, allot(columns, compact, shown, width), True))
     priority = [column.priority for column in _columns(_NAME_WIDE, pcie_matters)]
     # The layout that keeps the columns that matter most (the wider name when both keep the same ones).
     return max(layouts, key=lambda layout: sorted((priority[p] for p in layout.shown), reverse=True))
@@ -256,7 +263,7 @@ def _gpu_table(groups: Sequence[tuple[tuple[str, ...], HostBlock]], width: int, 
         if layout.two_line_headers:
             shown_header = _UNIT_IN_HEADER.get(header, (header.replace(" ", "\n") if header in _TWO_LINE_HEADERS
                                                          else header, ""))[0]
-        folds = header in ("host", "name", "reasons")
+        folds = header in ("host", "name", "reasons", "process")
         table.add_column(shown_header, justify="left" if header in _LEFT else "right",
                          overflow="fold", no_wrap=not folds, style="bold" if color and header == "host" else "",
                          max_width=layout.max_widths.get(position))
@@ -273,7 +280,7 @@ def _gpu_table(groups: Sequence[tuple[tuple[str, ...], HostBlock]], width: int, 
                 row.append(safe_text(cell, style=style))
             table.add_row(*(row[p] for p in layout.shown), end_section=row_number == len(block.rows) - 1)
     out: list[RenderableType] = [table]
-    left_out = [COLUMNS[p] for p in range(len(COLUMNS)) if p not in layout.shown]
+    left_out = [COLUMNS[p] for p in layout.applies if p not in layout.shown]
     if left_out:  # said, so that a missing column reads as "no room", not "not measured"
         out.append(safe_text(f"(not shown at {width} columns: {', '.join(left_out)})", style="dim" if color else ""))
     return out

@@ -363,3 +363,23 @@ def test_same_finding_on_several_gpus_of_a_host_is_one_line():
     assert len(lines) == 3  # two findings lines and the summary's count line
     assert re.search(r"CRITICAL\s+GPU_LOST\s+gpu 4\s+GPU 4 is lost", lines[0])
     assert re.search(r"WARNING\s+BUSY_LOW_POWER\s+gpu 0-3,5\s+5 GPUs; gpu 0 reads 100% busy at 300 W", lines[1])
+
+
+def test_the_process_column_names_each_gpus_main_process_and_is_left_out_where_no_gpu_has_one():
+    from gpudiag.model import GpuProcess
+
+    server = GpuProcess(gpu=0, pid=48213, used_memory_mib=90_000.0, command=("python3", "-m", "sglang.launch_server"),
+                        job_id="81723")
+    helper = GpuProcess(gpu=0, pid=500, used_memory_mib=300.0, command=("nvidia-cuda-mps-server",))
+    busy = host_report("gpu01", gpus=[gpu(index=0), gpu(index=1)],
+                       readings=node([gpu(index=0), gpu(index=1)], processes=(helper, server)))
+    plain = host_report("gpu02")
+
+    wide = render_table(sweep(busy, plain), width=200)
+    assert wide.splitlines()[0].split()[-1] == "process"
+    assert _lines_with(wide, "pid 48213 sglang (job 81723)")  # the one with the most GPU memory
+    assert "pid 500" not in wide
+    narrow = render_table(sweep(busy, plain), width=80)
+    assert "process" in _lines_with(narrow, "not shown at 80 columns")[0]
+    without = render_table(sweep(plain), width=200)
+    assert "process" not in without
