@@ -47,7 +47,8 @@ def test_the_cut_is_a_small_part_of_the_binding(full_and_cut: tuple[types.Module
                                                                      bytes]) -> None:
     source = pynvml_source()
     assert source is not None
-    assert len(full_and_cut[2]) < len(source) / 10
+    # About 28 KB with the GPM and process getters: 12% of the oldest allowed binding (234 KB), 10% of 13.590's.
+    assert len(full_and_cut[2]) < len(source) / 6
 
 
 def test_without_the_library_the_cut_fails_as_the_binding_does(full_and_cut: tuple[types.ModuleType,
