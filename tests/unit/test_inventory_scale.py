@@ -26,18 +26,18 @@ def _inventory_text(count: int) -> str:
 
 def test_twenty_thousand_hosts_are_read_in_linear_time(tmp_path: Path) -> None:
     """The walk over the composed YAML (the part gpudiag owns; PyYAML's composing is linear) takes well
-    under a second for 20,000 hosts, each in two groups and in its own entry: quadratic, it took minutes."""
+    under a CPU second for 20,000 hosts, each in two groups and in its own entry: quadratic, it took minutes."""
     path = tmp_path / "inventory.yaml"
     path.write_text(_inventory_text(HOSTS))
     document = compose(str(path), path.read_text())
     try:
-        started = time.perf_counter()
+        started = time.process_time()
         inventory = _Reader(document).inventory(document.root)
-        elapsed = time.perf_counter() - started
+        elapsed = time.process_time() - started
     finally:
         document.close()
     assert len(inventory.hosts) == HOSTS
-    assert elapsed < 5.0, f"{elapsed:.1f} s for {HOSTS} hosts"
+    assert elapsed < 5.0, f"{elapsed:.1f} CPU s for {HOSTS} hosts"  # CPU time: other load does not count
     third = inventory.hosts[3]
     assert (third.name, third.address, third.user, third.port, third.groups) == (
         "node000003", "10.0.0.3", "ubuntu", 2222, ("all_nodes", "thirds"))
