@@ -331,13 +331,6 @@ def bastion_for(target: Host) -> Host:
                 identity_file=target.identity_file, known_hosts=target.known_hosts)
 
 
-def _gates(host: Host, tunnelled: bool) -> tuple[str, ...]:
-    """What a handshake with ``host`` goes through, for :class:`~gpudiag.pacing.Pacer`: the sshd it reaches, and
-    the bastion it is tunnelled through."""
-    target = f"sshd {host.target}:{host.port or 22}"
-    return (target, f"bastion {host.jump}") if tunnelled and host.jump else (target,)
-
-
 @dataclass(slots=True)
 class _Collector:
     """A streaming collector kept on a kept connection between refreshes (watch)."""
@@ -388,6 +381,7 @@ class SshTransport:
         self._open: dict[Host, asyncssh.SSHClientConnection] = {}  # keep_connections only
         self._collectors: dict[Host, _Collector] = {}  # keep_connections and a streaming command only
         self._pacer = Pacer(options.pacing)
+        self._gate_cache: dict[tuple[str, int | None, str | None, str | None], tuple[str, ...]] = {}
 
     # -- host keys -------------------------------------------------------------------------------
     def _known_files(self, host: Host) -> tuple[str, ...]:
@@ -419,7 +413,7 @@ class SshTransport:
         """accept-new: record an unknown host's key (the caller checked that none was known when it tried);
         False when the file it is recorded in holds another key for it by now."""
         port = host.port or 22
-        async with self._pacer.handshake(_gates(host, tunnel is not None)):
+        async with self._pacer.handshake(self._gates(host, tunnel is not None)):
             key = await asyncio.wait_for(
                 asyncssh.get_server_host_key(host.target, port, tunnel=tunnel if tunnel is not None else ()),
                 self.options.connect_timeout_s)
@@ -483,7 +477,7 @@ class SshTransport:
             kwargs = self._connect_kwargs(host)
             if tunnel is not None:
                 kwargs["tunnel"] = tunnel
-            async with self._pacer.handshake(_gates(host, tunnel is not None)):
+            async with self._pacer.handshake(self._gates(host, tunnel is not None)):
                 return await asyncssh.connect(host.target, **kwargs)
         except asyncssh.HostKeyNotVerifiable as exc:
             rejected = exc
@@ -511,6 +505,21 @@ class SshTransport:
         if not recorded:
             raise changed from rejected
         return await self._connect(host, tunnel, retry_after_accept=False)
+
+    def _gates(self, host: Host, tunnelled: bool) -> tuple[str, ...]:
+        """What a handshake with ``host`` goes through, for :class:`~gpudiag.pacing.Pacer`: the sshd it reaches
+        (the address and port the SSH config resolves, so that aliases of one machine share its bound), and
+        the bastion on the way: gpudiag's jump, else the config's ProxyJump (each target then opens its own
+        connection to that bastion, one more startup there). Resolved once per host and user."""
+        key = (host.target, host.port, host.user, host.jump if tunnelled else None)
+        gates = self._gate_cache.get(key)
+        if gates is None:
+            endpoint = self.resolve(host)
+            bastion = host.jump if tunnelled and host.jump else (
+                endpoint.proxy_jump.split(",", 1)[0] if endpoint.proxy_jump else None)
+            gates = (f"sshd {endpoint.where}", *((f"bastion {bastion}",) if bastion else ()))
+            self._gate_cache[key] = gates
+        return gates
 
     def resolve(self, host: Host) -> Endpoint:
         """Where a connection to ``host`` really goes, as the SSH config resolves it (HostName, Port, User,
