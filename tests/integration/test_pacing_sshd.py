@@ -1,6 +1,8 @@
 """Connection pacing against a real sshd that drops every unauthenticated connection past 3
-(``MaxStartups 3:100:3``), reached through a bastion: all at once, hosts are lost; paced to 2 handshakes at
-a time through the bastion, every host answers."""
+(``MaxStartups 3:100:3``), reached through a bastion: all at once, hosts are lost; paced to one handshake at
+a time through the bastion, every host answers. (Two at a time got through too on a quiet machine, but sshd
+counts a connection as a startup a moment past the client's login, and under load that moment grew enough
+for a third to be dropped: one keeps the margin.)"""
 
 from __future__ import annotations
 
@@ -47,6 +49,6 @@ def test_unpaced_handshakes_are_dropped_by_max_startups(strict_cluster: SshdClus
 
 
 def test_paced_handshakes_all_get_through(strict_cluster: SshdCluster, tmp_path: Path) -> None:
-    statuses = _sweep(strict_cluster, max_startups=2)
-    assert set(statuses.values()) == {HostStatus.OK}, statuses
+    statuses = _sweep(strict_cluster, max_startups=1)
+    assert set(statuses.values()) == {HostStatus.OK}, {h: s for h, s in statuses.items() if s is not HostStatus.OK}
     assert len(statuses) == TARGETS
