@@ -101,8 +101,9 @@ async def until_signal(start: Callable[[asyncio.Event], Coroutine[Any, Any, T]],
 
 def _exit_at_once(signum: int) -> None:
     """The second signal: exit now, with no report (the nodes end their collectors when the connections drop).
-    On a terminal the line starts by clearing the one under the cursor (a progress line being drawn)."""
-    clear = b"\r\x1b[2K" if os.isatty(2) else b""
+    On a terminal the progress display, when one is shown, is erased first."""
+    progress = sys.modules.get("gpudiag.report.progress")  # not imported: no display was ever shown
+    clear = progress.erase_sequence().encode() if progress is not None and os.isatty(2) else b""
     os.write(2, clear + b"gpudiag: interrupted again; exiting without a report\n")
     os._exit(128 + signum)
 

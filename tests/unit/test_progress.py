@@ -39,7 +39,7 @@ def test_counts_in_flight_failures_and_the_hosts_waited_on_longest() -> None:
     first, waiting = progress.lines(80)
 
     assert first.endswith("  2/50 hosts, 3 in flight, 1 failed, 7 s")
-    assert first.startswith("━╺")  # 2 of 50: one cell of the bar
+    assert first.startswith("[#-")  # 2 of 50: one cell of the bar
     assert waiting == "waiting on gpu02 6 s, gpu04 4 s, gpu05 3 s"
 
 
