@@ -2,7 +2,7 @@
 
 ``bench/sweep_loopback.py`` runs this as a subprocess next to gpudiag, on the same hosts, with gpudiag's fan-out,
 key exchange and cipher order (asyncssh's default key exchange; ``--encryption-algs`` gets
-``gpudiag.transport.ENCRYPTION_ALGS``), so its client CPU per host is what any asyncssh sweep pays at least. Like
+``gpudiag.transport.ssh.ENCRYPTION_ALGS``), so its client CPU per host is what any asyncssh sweep pays at least. Like
 gpudiag it loads the key and reads known_hosts once. It imports nothing from gpudiag and prints one
 ``host: line`` per output line, as pdsh does::
 

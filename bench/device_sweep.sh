@@ -48,7 +48,7 @@ nvidia-smi -q > "$CAP/nvidia-smi-q.txt"
 command -v dcgmi > "$CAP/dcgm.txt" 2>&1 && timeout 20 dcgmi dmon -e 1002,1003,1004,1005 -c 3 >> "$CAP/dcgm.txt" 2>&1
 echo "dcgmi exit $?" >> "$CAP/dcgm.txt"
 
-SWEEP=(python3 -m gpudiag.cli sweep 127.0.0.1 -p 2222 -u root --identity-file "$S/client_key" --known-hosts "$S/known_hosts")
+SWEEP=(python3 -m gpudiag sweep 127.0.0.1 -p 2222 -u root --identity-file "$S/client_key" --known-hosts "$S/known_hosts")
 for w in $WORKLOADS; do
     echo "== $w"
     python3 bench/gpu_workloads.py "$w" & pid=$!
@@ -59,7 +59,7 @@ for w in $WORKLOADS; do
     "${SWEEP[@]}" --format json --source nvidia-smi --save-raw "$d/smi" > "$d/sweep_smi.json"
     "${SWEEP[@]}" --samples 3 --interval 0.3 > "$d/sweep.txt"
     case $EXTRAS$w in 1spin|1gemm)
-        python3 -m gpudiag.cli local --samples 3 --interval 0.3 > "$d/local.txt"
+        python3 -m gpudiag local --samples 3 --interval 0.3 > "$d/local.txt"
         # watch over the same SSH: one collector process answers the three refreshes (NVML kept loaded)
         WATCH=("${SWEEP[@]}"); WATCH[3]=watch
         "${WATCH[@]}" --count 3 --every 0.5 --samples 2 --interval 0.3 --plain > "$d/watch.txt" 2>&1

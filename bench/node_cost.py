@@ -27,7 +27,7 @@ mean CPU (user + system of it and everything it started: sh, timeout, python3, n
 
 On a GPU node the first rows are what a simulated node should cost: ``--call-ms`` of the loopback benchmark
 comes from the median wall time of the peers' query here. With ``--stub`` the fake ``nvidia-smi`` answers
-as a healthy 8-GPU H200 node (``agent/simulate/fake_nvidia_smi``), each call lasting at least ``--call-ms``.
+as a healthy 8-GPU H200 node (``agent/gpudiag/demo/fake_nvidia_smi``), each call lasting at least ``--call-ms``.
 """
 
 from __future__ import annotations
@@ -51,13 +51,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the loopback sshd cluster (tests/loopback.py)
 
-from loopback import install_fake_bin  # noqa: E402
-
-from gpudiag.collectors.node.probe import FIELDS  # noqa: E402
+from gpudiag.collect.remote import collector_call  # noqa: E402
 from gpudiag.logs.plan import build_plans  # noqa: E402
 from gpudiag.model import Host  # noqa: E402
-from gpudiag.remote import collector_call  # noqa: E402
-from gpudiag.runner import SweepOptions, collector_command  # noqa: E402
+from gpudiag.sweep.runner import SweepOptions, collector_command  # noqa: E402
+from gpudiag_node.probe import FIELDS  # noqa: E402
+from loopback import install_fake_bin  # noqa: E402
 
 # What pdsh and clush run per host in the benchmarks: one nvidia-smi query, the readings they can compare.
 QUERY = ("nvidia-smi --query-gpu=index,name,utilization.gpu,utilization.memory,power.draw,enforced.power.limit "
@@ -78,7 +77,7 @@ class NodeCost:
 
 def _run_held(argv: Sequence[str], *, stdin: bytes, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
     """Run ``argv`` as sshd runs gpudiag's command: ``stdin`` written and held open until the command ends (a
-    one-shot collector ends its process group when its stdin ends: gpudiag.remote)."""
+    one-shot collector ends its process group when its stdin ends: gpudiag.collect.remote)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=out, stderr=err, env=env)
         assert proc.stdin is not None

@@ -9,7 +9,7 @@ settle, then over a 1 s window read the device's utilization and power, NVML's c
 per-process utilization (both APIs), the GPM metrics (SM activity, occupancy, tensor, DRAM bandwidth), and
 for each process its /proc entries at both ends of the window, as root and as the user ``nobody``. One JSON
 line per workload. This is the calibration's raw data; gpudiag's own collector reads the same through
-``collectors/node/processes.py`` and ``gpm.py``.
+``collectors/gpudiag_node/processes.py`` and ``gpm.py``.
 """
 
 from __future__ import annotations

@@ -11,14 +11,14 @@ For each size N it starts :func:`loopback.running_cluster` with N healthy simula
 lasting at least ``--call-ms``: by default an H200's 33 ms, from ``bench/node_cost.py``) and runs, one after
 the other, on the same hosts with the same key, port and ``known_hosts``:
 
-- ``gpudiag CLI``: ``python3 -m gpudiag.cli sweep -i INVENTORY --format json`` as a subprocess (Python start-up
+- ``gpudiag CLI``: ``python3 -m gpudiag sweep -i INVENTORY --format json`` as a subprocess (Python start-up
   included) with ``--samples 1 --interval 0`` (one reading, comparable to one nvidia-smi call), at its default
   fan-out and at the peers' 64; up to 300 hosts also with the default window (5 samples 0.5 s apart: 2 s), at
   fan-out 64 (256 collectors at once, all on these 2 cores, would outlast the 30 s deadline);
-- ``gpudiag in-process``: :func:`gpudiag.runner.sweep` with :class:`gpudiag.transport.SshTransport`
+- ``gpudiag in-process``: :func:`gpudiag.sweep.runner.sweep` with :class:`gpudiag.transport.ssh.SshTransport`
   (``SshOptions(ssh_config=[], connect_timeout_s=10)``) inside this process, one sample: the same sweep
   without interpreter start-up, imports and report rendering (the CLI rows minus this row is that overhead);
-- ``gpudiag watch``: :func:`gpudiag.watch.watch` inside this process, 4 refreshes of one sample with no pause:
+- ``gpudiag watch``: :func:`gpudiag.sweep.watch.watch` inside this process, 4 refreshes of one sample with no pause:
   the first refresh (connections opened, one collector started per host) and the mean of the later ones
   (connections and collectors kept: a refresh is one line each way per host). Its sshd-side CPU is the whole
   machine's busy CPU less the client's: kept sessions are not reaped, so the sshd listeners' accounts do not
@@ -73,7 +73,7 @@ asyncssh floor's (gpudiag CLI / floor, target at most 1.5), pdsh's and clush's w
 gpudiag's (target at least 3 with curve25519), AES-GCM against chacha20 first, and the node side per host:
 the sshd side of the sweep (sshd, shell, collector or query) and the node's command alone (the collector
 against the peers' one nvidia-smi call, target at most 1.5x). The start-up of ``python3 -c pass`` and of
-``python3 -m gpudiag.cli --help`` (median of 5 runs); one "bottleneck" line per row (CPU-bound when busy
+``python3 -m gpudiag --help`` (median of 5 runs); one "bottleneck" line per row (CPU-bound when busy
 > 75 %, and which side used most of the CPU); the dead host alone (wall time against the connect timeout) and
 the N healthy hosts plus the dead host in one sweep (wall time against max(dead host alone, healthy sweep),
 which it should be close to, and against connect timeout + healthy sweep, which it should not be). "sshd
@@ -128,13 +128,14 @@ import asyncssh
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the loopback sshd cluster (tests/loopback.py)
 
-from loopback import SshdCluster, SshdUnavailable, running_cluster  # noqa: E402
 from node_cost import COLLECTOR, PEERS_QUERY, QUERY, NodeCost, cost_table, node_costs, stub_env  # noqa: E402
 
 from gpudiag.model import Host, HostStatus, SweepReport  # noqa: E402
-from gpudiag.runner import SweepOptions, sweep  # noqa: E402
-from gpudiag.transport import ENCRYPTION_ALGS, RemoteCommand, SshOptions, SshTransport  # noqa: E402
-from gpudiag.watch import watch  # noqa: E402
+from gpudiag.sweep.runner import SweepOptions, sweep  # noqa: E402
+from gpudiag.sweep.watch import watch  # noqa: E402
+from gpudiag.transport.base import RemoteCommand  # noqa: E402
+from gpudiag.transport.ssh import ENCRYPTION_ALGS, SshOptions, SshTransport  # noqa: E402
+from loopback import SshdCluster, SshdUnavailable, running_cluster  # noqa: E402
 
 EQUAL_FAN_OUT = 64  # every tool at this fan-out, besides each at its own default
 DEFAULT_FAN_OUT = {"gpudiag": 256, "pdsh": 32, "clush": 64}
@@ -308,7 +309,7 @@ def write_inventory(path: Path, cluster: SshdCluster, hosts: Sequence[Host]) -> 
 def gpudiag_cli(cluster: SshdCluster, inventory: Path, extra: Sequence[str], label: str,
                 concurrency: int = DEFAULT_FAN_OUT["gpudiag"], event_loop: str = "asyncio"
                 ) -> tuple[Row, dict[str, Any]]:
-    argv = [sys.executable, "-m", "gpudiag.cli", "--event-loop", event_loop, "sweep", "-i", str(inventory),
+    argv = [sys.executable, "-m", "gpudiag", "--event-loop", event_loop, "sweep", "-i", str(inventory),
             "--format", "json",
             "--concurrency", str(concurrency), *extra]
     code, out, err, wall, cpu, rss_one, rss_sum, sshd, other = run_measured(argv, env=ENV, sshd_pids=cluster.sshd_pids)
@@ -922,7 +923,7 @@ def main() -> None:
           f"{_version(['pdsh', '-V'])}, {_version(['clush', '--version'])}; each nvidia-smi call lasts at least "
           f"{args.call_ms:g} ms")
     print(f"start-up, median of 5: python3 -c pass {startup_s([sys.executable, '-c', 'pass']):.3f} s, "
-          f"python3 -m gpudiag.cli --help {startup_s([sys.executable, '-m', 'gpudiag.cli', '--help']):.3f} s")
+          f"python3 -m gpudiag --help {startup_s([sys.executable, '-m', 'gpudiag.cli.app', '--help']):.3f} s")
     node: list[NodeCost] = []
     if not (args.profile or args.cipher_ab or workers):
         with tempfile.TemporaryDirectory(prefix="gpudiag-node-cost-") as tmp:

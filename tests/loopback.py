@@ -36,13 +36,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import gpudiag.simulate
+import gpudiag.demo
+from gpudiag.demo.demo_logs import write_demo_logs
+from gpudiag.demo.proc_table import scenario_processes, write_proc_table
 from gpudiag.model import Host
-from gpudiag.simulate.demo_logs import write_demo_logs
-from gpudiag.simulate.proc_table import scenario_processes, write_proc_table
 
 # The fake nvidia-smi and its scenarios ship with gpudiag (the demo plays them too).
-SIMULATE_DIR = Path(gpudiag.simulate.__file__).resolve().parent
+SIMULATE_DIR = Path(gpudiag.demo.__file__).resolve().parent
 STUB = SIMULATE_DIR / "fake_nvidia_smi"
 SCENARIOS_DIR = SIMULATE_DIR / "scenarios"
 

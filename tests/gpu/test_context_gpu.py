@@ -9,10 +9,10 @@ import json
 import subprocess
 import sys
 
+from gpudiag.collect.parse_logs import parse_context, parse_log_scan
+from gpudiag.collect.remote import collector_call
 from gpudiag.logs import build_plans
 from gpudiag.model import Host
-from gpudiag.parse_logs import parse_context, parse_log_scan
-from gpudiag.remote import collector_call
 
 
 def test_topology_virtualization_and_the_kernel_log_on_a_gpu_node() -> None:

@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_local_reads_the_gpu_through_nvml() -> None:
-    done = subprocess.run([sys.executable, "-m", "gpudiag.cli", "local", "--format", "json", "--samples", "3",
+    done = subprocess.run([sys.executable, "-m", "gpudiag", "local", "--format", "json", "--samples", "3",
                            "--interval", "0.3", "--samples-detail"], capture_output=True, text=True, cwd=REPO,
                           timeout=120)
     assert done.returncode in (0, 1), done.stderr
@@ -28,7 +28,7 @@ def test_local_reads_the_gpu_through_nvml() -> None:
 
 def test_smi_source_gives_the_same_gpus() -> None:
     def read(source: str) -> list[str]:
-        done = subprocess.run([sys.executable, "-m", "gpudiag.cli", "local", "--format", "json", "--samples", "1",
+        done = subprocess.run([sys.executable, "-m", "gpudiag", "local", "--format", "json", "--samples", "1",
                                "--source", source], capture_output=True, text=True, cwd=REPO, timeout=120)
         (host,) = json.loads(done.stdout)["hosts"]
         return [g["uuid"] for g in host["gpus"]]

@@ -16,9 +16,9 @@ from typing import Any
 
 import pynvml
 
-from gpudiag.collectors.node import nvml as node_nvml
-from gpudiag.collectors.node import probe
-from gpudiag.parse import parse_probe
+from gpudiag.collect.parse import parse_probe
+from gpudiag_node import nvml as node_nvml
+from gpudiag_node import probe
 
 SAMPLES, INTERVAL_S = 5, 0.4
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import subprocess
 
-from gpudiag.parse import parse_probe
-from gpudiag.runner import SweepOptions, collector_command
+from gpudiag.collect.parse import parse_probe
+from gpudiag.sweep.runner import SweepOptions, collector_command
 
 
 def test_one_collector_reads_the_gpu_through_nvml_every_round() -> None:

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+
 from loopback import (
     EXTRA_HEALTHY_HOSTS,
     NO_NVIDIA_SMI,

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from loopback import SshdCluster, SshdUnavailable, running_cluster
 from webhook import Webhook, running_webhook
 
@@ -38,7 +39,7 @@ def play(hosts_json: Path, scenarios: dict[str, str]) -> None:
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag.cli", *args], capture_output=True, text=True, cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True, cwd=REPO,
                           timeout=120, input=stdin)
 
 
@@ -90,7 +91,7 @@ def test_run_record_change_resolve_and_notify(small_cluster, tmp_path: Path, web
 
     states = [[f["state"] for f in body["findings"]] for body in webhook.bodies]
     assert states == [["new"] * n_new, ["resolved"] * n_new]  # exactly new + resolved; nothing for the rest
-    assert all(body["schema"] == "gpudiag.changes/1" for body in webhook.bodies)
+    assert all(body["schema"] == "gpudiag.audit.changes/1" for body in webhook.bodies)
     assert [json.loads(line) for line in received_by_cmd.read_text().splitlines()] == webhook.bodies
 
     shown = cli("history", str(history), "--host", "node-b", "--gpu", "0", "--format", "json")

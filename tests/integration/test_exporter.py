@@ -39,7 +39,7 @@ def test_exporter_answers_from_the_last_refresh(sshd_cluster, tmp_path: Path) ->
     log = tmp_path / "exporter.log"
     url = f"http://127.0.0.1:{port}/metrics"
     with log.open("w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "gpudiag.cli", "exporter", "-i", str(inventory),
+        proc = subprocess.Popen([sys.executable, "-m", "gpudiag", "exporter", "-i", str(inventory),
                                  "--listen", f"127.0.0.1:{port}", "--every", "1", "--samples", "1", "--interval",
                                  "0", "--timeout", "4"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=err)
     try:

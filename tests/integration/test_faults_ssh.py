@@ -17,8 +17,8 @@ import pytest
 
 from gpudiag.checks import CheckSettings
 from gpudiag.model import Host, HostReport, HostStatus, SweepReport, UnreachableReason
-from gpudiag.runner import SweepOptions, sweep
-from gpudiag.transport import SshOptions, SshTransport
+from gpudiag.sweep.runner import SweepOptions, sweep
+from gpudiag.transport.ssh import SshOptions, SshTransport
 
 pytestmark = pytest.mark.integration
 
@@ -147,8 +147,8 @@ _LOW_LIMIT_SWEEP = """
 import asyncio, json, resource, sys
 from gpudiag.checks import CheckSettings
 from gpudiag.model import Host
-from gpudiag.runner import SweepOptions, sweep
-from gpudiag.transport import SshOptions, SshTransport
+from gpudiag.sweep.runner import SweepOptions, sweep
+from gpudiag.transport.ssh import SshOptions, SshTransport
 
 hosts = [Host(**h) for h in json.loads(sys.argv[1])]
 resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40))  # as `ulimit -n 40`: the hard limit cannot be raised
@@ -181,8 +181,8 @@ _NO_PASSWD_AFTER_START = """
 import asyncio, json, sys, types
 from gpudiag.checks import CheckSettings
 from gpudiag.model import Host
-from gpudiag.runner import SweepOptions, sweep
-from gpudiag.transport import SshOptions, SshTransport
+from gpudiag.sweep.runner import SweepOptions, sweep
+from gpudiag.transport.ssh import SshOptions, SshTransport
 
 host = Host(**json.loads(sys.argv[1]))
 transport = SshTransport(SshOptions(connect_timeout_s=10.0, ssh_config=[]))

@@ -15,8 +15,8 @@ import pytest
 from gpudiag.checks import CheckSettings
 from gpudiag.model import HostReport, SweepReport
 from gpudiag.report import render
-from gpudiag.runner import SweepOptions, sweep
-from gpudiag.transport import SshOptions, SshTransport
+from gpudiag.sweep.runner import SweepOptions, sweep
+from gpudiag.transport.ssh import SshOptions, SshTransport
 
 pytestmark = pytest.mark.integration
 

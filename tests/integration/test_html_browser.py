@@ -20,7 +20,7 @@ SCENARIOS = ("healthy", "case_study", "bandwidth_bound", "idle", "mixed", "one_l
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag.cli", *args], capture_output=True, text=True, cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True, cwd=REPO,
                           timeout=120)
 
 

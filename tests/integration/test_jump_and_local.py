@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from gpudiag.model import Host, HostStatus
-from gpudiag.runner import SweepOptions, sweep
-from gpudiag.transport import SshOptions, SshTransport
+from gpudiag.sweep.runner import SweepOptions, sweep
+from gpudiag.transport.ssh import SshOptions, SshTransport
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = SweepOptions(samples=2, interval_s=0.1, deadline_s=20.0)
@@ -51,9 +51,9 @@ def _local(tmp_path: Path, scenario: str | None) -> subprocess.CompletedProcess[
     bin_dir.mkdir()
     env = {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin"}
     if scenario is not None:
-        (bin_dir / "nvidia-smi").symlink_to(REPO / "agent/simulate/fake_nvidia_smi")  # finds its scenarios
+        (bin_dir / "nvidia-smi").symlink_to(REPO / "agent/gpudiag/demo/fake_nvidia_smi")  # finds its scenarios
         env["GPUDIAG_FAKE_SCENARIO"] = scenario
-    return subprocess.run([sys.executable, "-m", "gpudiag.cli", "local", "--format", "json", "--samples", "2",
+    return subprocess.run([sys.executable, "-m", "gpudiag", "local", "--format", "json", "--samples", "2",
                            "--interval", "0.1"], capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
 
 
@@ -80,7 +80,7 @@ def test_local_without_a_gpu_says_so(tmp_path: Path) -> None:
                                                                              "/usr/local/nvidia/bin")),
                     reason="this machine has a real nvidia-smi")
 def test_local_without_a_gpu_says_so_in_one_line(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "gpudiag.cli", "local", "--samples", "1"], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "gpudiag", "local", "--samples", "1"], capture_output=True,
                           text=True, env={**os.environ, "PATH": "/usr/bin:/bin"}, cwd=REPO, timeout=60)
     assert done.returncode == 1 and done.stderr == ""
     assert done.stdout.count("\n") == 1

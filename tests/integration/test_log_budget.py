@@ -15,8 +15,8 @@ import pytest
 from gpudiag.checks import CheckSettings
 from gpudiag.logs import LogOptions
 from gpudiag.model import HostStatus
-from gpudiag.runner import SweepOptions, sweep
-from gpudiag.transport import SshOptions, SshTransport
+from gpudiag.sweep.runner import SweepOptions, sweep
+from gpudiag.transport.ssh import SshOptions, SshTransport
 
 pytestmark = pytest.mark.integration
 

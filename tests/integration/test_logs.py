@@ -21,14 +21,14 @@ from pathlib import Path
 import pytest
 
 from gpudiag.checks import CheckSettings
-from gpudiag.collectors.node import context as node_context
+from gpudiag.collect.parse_logs import parse_context
+from gpudiag.demo.demo_logs import sglang_glm5_lines
 from gpudiag.logs import LogOptions
 from gpudiag.model import HostReport, HostStatus, Severity, SweepReport
-from gpudiag.parse_logs import parse_context
 from gpudiag.report import render
-from gpudiag.runner import SweepOptions, sweep
-from gpudiag.simulate.demo_logs import sglang_glm5_lines
-from gpudiag.transport import SshOptions, SshTransport
+from gpudiag.sweep.runner import SweepOptions, sweep
+from gpudiag.transport.ssh import SshOptions, SshTransport
+from gpudiag_node import context as node_context
 
 pytestmark = pytest.mark.integration
 
@@ -151,7 +151,7 @@ def test_a_node_without_python_says_its_logs_were_not_scanned(sshd_cluster, tmp_
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag.cli", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_cli_grep_folds_identical_output_and_sweep_reads_inventory_logs(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

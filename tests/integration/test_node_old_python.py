@@ -4,7 +4,7 @@ The node code claims Python 3.6+. The CI machine reaches only PyPI and Debian's 
 still there is bullseye, with Python 3.9: ``.ci/run`` unpacks it into a folder of its own and names it in
 ``$GPUDIAG_OLD_PYTHON`` (vermin, also in ``.ci/run``, checks the 3.6 floor of syntax and standard library
 statically). Here that interpreter is the ``python3`` on the PATH of ``sh -c COMMAND``, where COMMAND is
-what :func:`gpudiag.remote.collector_call` sends a node (``timeout … sh -c DISPATCH``, then
+what :func:`gpudiag.collect.remote.collector_call` sends a node (``timeout … sh -c DISPATCH``, then
 ``python3 -I -S -c LOADER`` reading the bundle from stdin), and ``nvidia-smi`` is the fake one
 (:func:`loopback.install_fake_bin`). The document it prints must parse into GPUs with readings, a log scan
 and the node's context. Under CI (``CI=true``) a missing interpreter fails the test; elsewhere it skips.
@@ -19,14 +19,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from loopback import install_fake_bin
 
-from gpudiag.collectors.bundle import nvml_binding
+from gpudiag.collect.bundle import nvml_binding
+from gpudiag.collect.parse import parse_probe_output
+from gpudiag.collect.remote import collector_call
+from gpudiag.demo.demo_logs import sglang_glm5_lines
 from gpudiag.logs import build_plans
 from gpudiag.model import Host, SmiStatus
-from gpudiag.parse import parse_probe_output
-from gpudiag.remote import collector_call
-from gpudiag.simulate.demo_logs import sglang_glm5_lines
+from loopback import install_fake_bin
 
 pytestmark = pytest.mark.integration
 

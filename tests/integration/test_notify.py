@@ -9,14 +9,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from webhook import Webhook, running_webhook
 
-from gpudiag.audit import AuditOptions, audit, parse_duration
-from gpudiag.history import History
+from gpudiag.audit.history import History
+from gpudiag.audit.notify import apprise_available
+from gpudiag.audit.scheduled import AuditOptions, audit, parse_duration
+from gpudiag.cli.request import OutputRequest
 from gpudiag.model import Finding, GpuReading, HostReport, HostStatus, NodeReadings, Severity, SweepReport
-from gpudiag.notify import apprise_available
 from gpudiag.report import OutputFormat
-from gpudiag.request import OutputRequest
+from webhook import Webhook, running_webhook
 
 pytestmark = pytest.mark.integration
 T0 = 1_748_779_200.0

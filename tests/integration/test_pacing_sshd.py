@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from loopback import SshdCluster, SshdUnavailable, running_cluster
 
 from gpudiag.model import HostStatus
-from gpudiag.pacing import Pacing
-from gpudiag.runner import SweepOptions, sweep
-from gpudiag.transport import SshOptions, SshTransport
+from gpudiag.sweep.runner import SweepOptions, sweep
+from gpudiag.transport.pacing import Pacing
+from gpudiag.transport.ssh import SshOptions, SshTransport
+from loopback import SshdCluster, SshdUnavailable, running_cluster
 
 pytestmark = pytest.mark.integration
 TARGETS = 30  # two sshds (16 addresses each), ~15 handshakes at once each when nothing paces them

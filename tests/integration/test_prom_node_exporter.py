@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag.audit import AuditOptions, audit
+from gpudiag.audit.scheduled import AuditOptions, audit
+from gpudiag.cli.request import OutputRequest
 from gpudiag.model import Finding, GpuReading, HostReport, HostStatus, NodeReadings, Severity, SweepReport
 from gpudiag.report import OutputFormat
-from gpudiag.request import OutputRequest
 
 pytestmark = pytest.mark.integration
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")

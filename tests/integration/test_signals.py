@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from loopback import process_ended
 
 WAIT_S = 60.0  # generous bound for a step that takes well under a second on an idle machine
@@ -31,7 +32,7 @@ def _start(sshd_cluster, tmp_path: Path) -> tuple[subprocess.Popen[str], Path]: 
     pid_file = sshd_cluster.hang_pid_file("hang")
     pid_file.unlink(missing_ok=True)  # left by an earlier test
     raw = tmp_path / "raw"
-    proc = subprocess.Popen([sys.executable, "-m", "gpudiag.cli", "sweep", "-i", str(inventory), "--format", "json",
+    proc = subprocess.Popen([sys.executable, "-m", "gpudiag", "sweep", "-i", str(inventory), "--format", "json",
                              "--samples", "2", "--interval", "0.1", "--timeout", "120", "--save-raw", str(raw)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
     deadline = time.monotonic() + WAIT_S

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gpudiag.model import Host
-from gpudiag.transport import SshOptions, SshTransport
+from gpudiag.transport.ssh import SshOptions, SshTransport
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from gpudiag.model import Host
-from gpudiag.transport import RemoteCommand, SshOptions, SshTransport
+from gpudiag.transport.base import RemoteCommand
+from gpudiag.transport.ssh import SshOptions, SshTransport
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -27,7 +28,7 @@ def test_a_config_alias_needs_nothing_else(sshd_cluster, tmp_path: Path) -> None
     IdentityFile {sshd_cluster.client_key}
 """)
     done = subprocess.run(
-        [sys.executable, "-m", "gpudiag.cli", "sweep", "sick-node", "-F", str(config), "--known-hosts",
+        [sys.executable, "-m", "gpudiag", "sweep", "sick-node", "-F", str(config), "--known-hosts",
          str(sshd_cluster.known_hosts), "--format", "json", "--samples", "1", "--interval", "0"],
         capture_output=True, text=True, cwd=REPO, timeout=60, env={**os.environ})
     assert done.returncode == 1, done.stderr

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from loopback import SshdCluster
 
 pytestmark = pytest.mark.integration
@@ -17,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def sweep(config: Path, cluster: SshdCluster, *targets: str) -> dict[str, dict[str, object]]:
     done = subprocess.run(
-        [sys.executable, "-m", "gpudiag.cli", "sweep", *targets, "-F", str(config), "--known-hosts",
+        [sys.executable, "-m", "gpudiag", "sweep", *targets, "-F", str(config), "--known-hosts",
          str(cluster.known_hosts), "--format", "json", "--samples", "1", "--interval", "0",
          "--connect-timeout", "5"], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 2, done.stderr

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from gpudiag.checks import CheckSettings
-from gpudiag.collectors.node import probe
+from gpudiag.collect.remote import call_bound_s
 from gpudiag.model import Host, HostReport, HostStatus, Severity, SmiStatus, SweepReport
-from gpudiag.remote import call_bound_s
-from gpudiag.runner import SweepOptions, sweep
-from gpudiag.transport import SshOptions, SshTransport
+from gpudiag.sweep.runner import SweepOptions, sweep
+from gpudiag.transport.ssh import SshOptions, SshTransport
+from gpudiag_node import probe
 
 pytestmark = pytest.mark.integration
 
@@ -269,7 +269,7 @@ def test_fifty_hosts_in_one_sweep(sshd_cluster) -> None:  # type: ignore[no-unty
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, timeout=120)
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from loopback import SshdCluster, SshdUnavailable, running_cluster
 
 pytestmark = pytest.mark.integration
@@ -18,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag.cli", *args], capture_output=True, text=True, cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True, cwd=REPO,
                           timeout=120, input=stdin)
 
 

@@ -13,10 +13,9 @@ import os
 import sys
 from pathlib import Path
 
+from gpudiag.report.fold import HOST_PLACEHOLDER
 from loopback import process_ended
 from pty_screen import run_in_pty, strip_escapes
-
-from gpudiag.report.fold import HOST_PLACEHOLDER
 
 
 def _inventory(sshd_cluster, tmp_path: Path) -> Path:  # type: ignore[no-untyped-def]
@@ -28,7 +27,7 @@ def _inventory(sshd_cluster, tmp_path: Path) -> Path:  # type: ignore[no-untyped
 
 
 def _argv(inventory: Path) -> list[str]:
-    return [sys.executable, "-m", "gpudiag.cli", "sweep", "-i", str(inventory), "--samples", "2",
+    return [sys.executable, "-m", "gpudiag", "sweep", "-i", str(inventory), "--samples", "2",
             "--interval", "0.1", "--timeout", "120"]
 
 

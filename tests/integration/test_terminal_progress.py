@@ -8,9 +8,10 @@ import subprocess
 import sys
 
 import pytest
+
 from pty_screen import run_in_pty, strip_escapes
 
-SWEEP = [sys.executable, "-m", "gpudiag.cli", "sweep", "127.0.0.[2-21]", "-p", "1", "--concurrency", "4"]
+SWEEP = [sys.executable, "-m", "gpudiag", "sweep", "127.0.0.[2-21]", "-p", "1", "--concurrency", "4"]
 SHOWN = "20/20 hosts"  # what the progress says last, before it is erased
 
 

@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from pty_screen import PtyRun, run_in_pty, strip_escapes
 from rich.cells import cell_len
 
-GPUDIAG = [sys.executable, "-m", "gpudiag.cli"]
+from pty_screen import PtyRun, run_in_pty, strip_escapes
+
+GPUDIAG = [sys.executable, "-m", "gpudiag"]
 
 
 def _env(columns: int | None) -> dict[str, str]:

@@ -14,12 +14,12 @@ import time
 
 import pytest
 
-from gpudiag.collectors.bundle import bundle
+from gpudiag.collect.bundle import bundle
+from gpudiag.collect.remote import _LOADER
 from gpudiag.model import Host, HostStatus, RemoteResult, SweepReport
-from gpudiag.remote import _LOADER
-from gpudiag.runner import SweepOptions, collector_command, interpret
-from gpudiag.transport import SshOptions, SshTransport
-from gpudiag.watch import Changes, watch
+from gpudiag.sweep.runner import SweepOptions, collector_command, interpret
+from gpudiag.sweep.watch import Changes, watch
+from gpudiag.transport.ssh import SshOptions, SshTransport
 
 pytestmark = pytest.mark.integration
 

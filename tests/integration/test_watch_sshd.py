@@ -11,11 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from loopback import process_ended
 
 from gpudiag.model import RemoteResult
-from gpudiag.runner import SweepOptions, collector_command
-from gpudiag.transport import CommandTimeout, SshOptions, SshTransport
+from gpudiag.sweep.runner import SweepOptions, collector_command
+from gpudiag.transport.base import CommandTimeout
+from gpudiag.transport.ssh import SshOptions, SshTransport
+from loopback import process_ended
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -30,7 +31,7 @@ def logins(cluster) -> int:  # type: ignore[no-untyped-def]
 def watch(cluster, tmp_path: Path, hosts_yaml: str) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(f"{cluster.inventory_defaults()}hosts:\n{hosts_yaml}")
-    return subprocess.run([sys.executable, "-m", "gpudiag.cli", "watch", "-i", str(inventory), "--count", "3",
+    return subprocess.run([sys.executable, "-m", "gpudiag", "watch", "-i", str(inventory), "--count", "3",
                            "--every", "0.2", "--samples", "1", "--interval", "0", "--plain"],
                           capture_output=True, text=True, cwd=REPO, timeout=120)
 

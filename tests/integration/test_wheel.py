@@ -2,10 +2,10 @@
 
 The wheel is built offline from a copy of the checkout (``pip wheel --no-build-isolation``: the setuptools
 beside pytest, no download), its file list is checked, it is installed into a folder of its own, and
-``python -m gpudiag.cli sweep --demo`` runs from there in a temporary working directory: neither the
+``python -m gpudiag sweep --demo`` runs from there in a temporary working directory: neither the
 checkout nor the editable install is what runs (the test checks where ``gpudiag`` was imported from).
 The demo reads its scenarios and fake ``nvidia-smi`` from the installed package data, and sends the
-collector bundle built from the installed ``collectors/node`` files, so a data file left out of the wheel
+collector bundle built from the installed ``gpudiag_node`` files, so a data file left out of the wheel
 fails here.
 """
 
@@ -29,14 +29,14 @@ REPO = Path(__file__).resolve().parents[2]
 _NOT_SOURCES = shutil.ignore_patterns(".git", "build", "dist", ".venv", "*.egg-info", "__pycache__",
                                       ".pytest_cache", ".mypy_cache", ".ruff_cache")
 # Data files, by the package-data patterns of pyproject.toml; everything else in the package is a module.
-_DATA = ("gpudiag/py.typed", "gpudiag/logs/packs/*.yaml", "gpudiag/simulate/scenarios/*.json",
-         "gpudiag/simulate/fake_nvidia_smi", "gpudiag/collectors/node/*.sh")
+_DATA = ("gpudiag/py.typed", "gpudiag/logs/packs/*.yaml", "gpudiag/demo/scenarios/*.json",
+         "gpudiag/demo/fake_nvidia_smi", "gpudiag_node/*.sh")
 
 
 def _is_shipped(name: str) -> bool:
     if name.startswith("gpudiag-") and name.split("/", 1)[0].endswith(".dist-info"):
         return True
-    if not name.startswith("gpudiag/"):
+    if not name.startswith(("gpudiag/", "gpudiag_node/")):
         return False
     return name.endswith(".py") or any(Path(name).match(pattern) for pattern in _DATA)
 
@@ -53,20 +53,20 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_wheel_holds_only_the_gpudiag_package(wheel: Path) -> None:
+def test_wheel_holds_only_the_two_packages(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert [n for n in names if not _is_shipped(n)] == []
     top = {n.split("/", 1)[0] for n in names}
-    assert {t for t in top if not t.endswith(".dist-info")} == {"gpudiag"}
+    assert {t for t in top if not t.endswith(".dist-info")} == {"gpudiag", "gpudiag_node"}
     # The harness stays in tests/, whatever it is called inside the package.
     assert not [n for n in names if Path(n).name in ("loopback.py", "make_base.py", "conftest.py")]
     # And what the product needs at run time is there.
-    for needed in ("gpudiag/cli.py", "gpudiag/collectors/node/probe.py", "gpudiag/collectors/node/probe.sh",
-                   "gpudiag/simulate/fake_nvidia_smi", "gpudiag/simulate/scenarios/healthy.json",
+    for needed in ("gpudiag/__main__.py", "gpudiag/cli/app.py", "gpudiag_node/probe.py", "gpudiag_node/probe.sh",
+                   "gpudiag/demo/fake_nvidia_smi", "gpudiag/demo/scenarios/healthy.json",
                    "gpudiag/logs/packs/xid.yaml", "gpudiag/py.typed"):
         assert needed in names
     dist_info = next(n for n in names if n.endswith(".dist-info/top_level.txt"))
-    assert zipfile.ZipFile(wheel).read(dist_info).decode().split() == ["gpudiag"]
+    assert zipfile.ZipFile(wheel).read(dist_info).decode().split() == ["gpudiag", "gpudiag_node"]
 
 
 def test_demo_sweep_runs_from_the_installed_wheel(wheel: Path, tmp_path: Path) -> None:
@@ -81,13 +81,13 @@ def test_demo_sweep_runs_from_the_installed_wheel(wheel: Path, tmp_path: Path) -
     run_dir = tmp_path / "cwd"
     run_dir.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site), "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    where = subprocess.run([sys.executable, "-c", "import gpudiag.cli, gpudiag.collectors.bundle as b; "
-                            "print(gpudiag.cli.__file__); print(b.NODE_DIR)"],
+    where = subprocess.run([sys.executable, "-c", "import gpudiag.cli.app, gpudiag.collect.bundle as b; "
+                            "print(gpudiag.cli.app.__file__); print(b.NODE_DIR)"],
                            cwd=run_dir, env=env, capture_output=True, text=True, timeout=60)
     assert where.returncode == 0, where.stderr
     for line in where.stdout.split():
         assert Path(line).resolve().is_relative_to(site.resolve()), line
-    swept = subprocess.run([sys.executable, "-m", "gpudiag.cli", "sweep", "--demo", "--format", "json",
+    swept = subprocess.run([sys.executable, "-m", "gpudiag", "sweep", "--demo", "--format", "json",
                             "--samples", "1", "--interval", "0"],
                            cwd=run_dir, env=env, capture_output=True, text=True, timeout=120)
     assert swept.returncode == 2, swept.stderr  # the demo has one unreachable host: CRITICAL

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loopback import process_ended
 
 from gpudiag.logs import LogOptions, build_plans
 from gpudiag.model import Host, HostReport, HostStatus
-from gpudiag.request import SshRequest
-from gpudiag.runner import SweepOptions
-from gpudiag.workers import shards, sweep_in_workers
+from gpudiag.sweep.runner import SweepOptions
+from gpudiag.sweep.workers import shards, sweep_in_workers
+from gpudiag.transport.build import SshRequest
+from loopback import process_ended
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ def _inventory(sshd_cluster, path: Path, names: dict[str, str]) -> Path:  # type
 
 
 def _sweep(inventory: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
-    done = subprocess.run([sys.executable, "-m", "gpudiag.cli", "sweep", "-i", str(inventory), "--samples", "1",
+    done = subprocess.run([sys.executable, "-m", "gpudiag", "sweep", "-i", str(inventory), "--samples", "1",
                            "--interval", "0", "--format", "json", *extra],
                           capture_output=True, text=True, cwd=REPO, timeout=180)
     return done.returncode, json.loads(done.stdout), done.stderr
@@ -116,7 +116,7 @@ def _start(sshd_cluster, tmp_path: Path) -> tuple[subprocess.Popen[str], Path]: 
     pid_file = sshd_cluster.hang_pid_file("hang")
     pid_file.unlink(missing_ok=True)  # left by an earlier test
     raw = tmp_path / "raw"
-    proc = subprocess.Popen([sys.executable, "-m", "gpudiag.cli", "sweep", "-i", str(inventory), "--format", "json",
+    proc = subprocess.Popen([sys.executable, "-m", "gpudiag", "sweep", "-i", str(inventory), "--format", "json",
                              "--samples", "2", "--interval", "0.1", "--timeout", "120", "--save-raw", str(raw),
                              "--workers", "2"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag.ansible_inventory import AnsibleInventoryError, expand_range
-from gpudiag.inventory import InventoryError, load_inventory
 from gpudiag.model import Host
+from gpudiag.sources.ansible_inventory import AnsibleInventoryError, expand_range
+from gpudiag.sources.inventory import InventoryError, load_inventory
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ansible"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpudiag.arch import arch_name, parse_compute_capability, sm_name
+from gpudiag.model.arch import arch_name, parse_compute_capability, sm_name
 
 
 @pytest.mark.parametrize("text, sm, arch", [

@@ -9,16 +9,17 @@ from pathlib import Path
 import pytest
 from builders import finding, gpu, host_report, sweep
 
-from gpudiag.audit import AuditConfigError, AuditOptions, audit, check, parse_duration, to_send
-from gpudiag.changes import ChangeState, OpenFinding, PastRun, compare
-from gpudiag.history import History
+from gpudiag.audit.changes import compare
+from gpudiag.audit.history import History
+from gpudiag.audit.scheduled import AuditConfigError, AuditOptions, audit, check, parse_duration, to_send
+from gpudiag.cli.request import OutputRequest
 from gpudiag.model import HostStatus, Severity
+from gpudiag.model.changes import ChangeState, OpenFinding, PastRun
 from gpudiag.report import OutputFormat, render
 from gpudiag.report.changes_report import annotate, render_changes
 from gpudiag.report.html import render_html, scatter_svg
 from gpudiag.report.json_report import to_document
 from gpudiag.report.prometheus import escape_label, render_prometheus
-from gpudiag.request import OutputRequest
 
 T0 = 1_748_779_200.0
 

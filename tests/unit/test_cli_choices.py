@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag.choices import EventLoop, HistoryFormat, Source
-from gpudiag.remote import collector_call
+from gpudiag.collect.remote import collector_call
+from gpudiag.model.choices import EventLoop, HistoryFormat, Source
 from gpudiag.report import OutputFormat
-from gpudiag.runner import SweepOptions, collector_command
+from gpudiag.sweep.runner import SweepOptions, collector_command
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def gpudiag(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag.cli", *args], capture_output=True, text=True, cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True, cwd=REPO,
                           timeout=60, env={**os.environ, "PATH": "/usr/bin:/bin", **(env or {})})
 
 

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gpudiag.cli import app
+from gpudiag.cli.app import app
 
 ENV = {"PATH": "/usr/bin:/bin"}
 
 
 def gpudiag(*args: str) -> subprocess.CompletedProcess[str]:
     """The console entry point as installed (main(): usage errors exit 3), in a child process."""
-    return subprocess.run([sys.executable, "-c", "from gpudiag.cli import main; main()", *args],
+    return subprocess.run([sys.executable, "-c", "from gpudiag.cli.app import main; main()", *args],
                           capture_output=True, text=True, check=False, timeout=60)
 
 
@@ -56,7 +56,7 @@ def test_inventory_json_carries_its_schema_and_json_is_a_hidden_alias(tmp_path: 
     old = CliRunner().invoke(app, ["inventory", "-i", inventory, "--json"], env=ENV)
     assert new.exit_code == old.exit_code == 0, new.output
     doc = json.loads(new.stdout)
-    assert doc["schema"] == "gpudiag.inventory/1"
+    assert doc["schema"] == "gpudiag.sources.inventory/1"
     assert [h["name"] for h in doc["hosts"]] == ["gpu01", "gpu02"]
     assert old.stdout == new.stdout and old.stderr == "gpudiag: --json is deprecated; use --format json\n"
     assert "--json" not in CliRunner().invoke(app, ["inventory", "-h"], env=ENV).stdout

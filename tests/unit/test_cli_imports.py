@@ -1,8 +1,8 @@
 """The command layer has no import cycle, and ``gpudiag --help`` loads no heavy layer.
 
 The graph is read from the source (every ``import`` at any depth: module top, inside functions, under
-``TYPE_CHECKING``), so a cycle hidden behind a lazy import is found too: the one that agent/cli_logs.py
-had, importing helpers back from agent/cli.py inside its commands, never failed at import time.
+``TYPE_CHECKING``), so a cycle hidden behind a lazy import is found too: the one that the logs commands
+had, importing helpers back from the app module inside its commands, never failed at import time.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = {"gpudiag": REPO / "agent", "gpudiag.collectors": REPO / "collectors"}  # pyproject's package-dir
+PACKAGES = {"gpudiag": REPO / "agent" / "gpudiag", "gpudiag_node": REPO / "collectors" / "gpudiag_node"}
 
 
 def _modules() -> dict[str, Path]:
@@ -96,11 +96,11 @@ def test_the_graph_is_read() -> None:
     graph = _import_graph()
     assert len(graph) > 30
     # The edges this file is about, so that an empty or broken walk cannot pass the test below.
-    assert {"gpudiag.cli_logs", "gpudiag.cli_common", "gpudiag.request"} <= graph["gpudiag.cli"]
-    assert "gpudiag.cli_common" in graph["gpudiag.cli_logs"]
-    assert "gpudiag.runner" in graph["gpudiag.cli_common"]  # a lazy import, inside a function
-    assert "gpudiag.choices" in graph["gpudiag.remote"]
-    assert "gpudiag.logs.plan" in graph["gpudiag.request"]  # under TYPE_CHECKING and inside functions
+    assert {"gpudiag.cli.logs_commands", "gpudiag.cli.common", "gpudiag.cli.request"} <= graph["gpudiag.cli.app"]
+    assert "gpudiag.cli.common" in graph["gpudiag.cli.logs_commands"]
+    assert "gpudiag.sweep.runner" in graph["gpudiag.cli.common"]  # a lazy import, inside a function
+    assert "gpudiag.model.choices" in graph["gpudiag.collect.remote"]
+    assert "gpudiag.logs.plan" in graph["gpudiag.cli.request"]  # under TYPE_CHECKING and inside functions
 
 
 def test_no_import_cycle() -> None:
@@ -108,15 +108,16 @@ def test_no_import_cycle() -> None:
 
 
 def test_a_lazy_import_back_is_a_cycle() -> None:
-    # What agent/cli_logs.py did before: `from gpudiag.cli import _fail` inside a command.
+    # What the logs commands did before: `from gpudiag.cli.app import _fail` inside a command.
     graph = dict(_import_graph())
-    graph["gpudiag.cli_logs"] = graph["gpudiag.cli_logs"] | {"gpudiag.cli"}
-    assert _cycles(graph) == [["gpudiag.cli", "gpudiag.cli_logs"]]
+    graph["gpudiag.cli.logs_commands"] = graph["gpudiag.cli.logs_commands"] | {"gpudiag.cli.app"}
+    assert _cycles(graph) == [["gpudiag.cli.app", "gpudiag.cli.logs_commands"]]
 
 
 def test_the_command_modules_import_in_any_order() -> None:
     # Fresh interpreters: each command module first, then the others.
-    orders = (("cli_logs", "cli"), ("cli_common", "cli_logs", "cli"), ("request", "cli"), ("cli",))
+    orders = (("cli.logs_commands", "cli.app"), ("cli.common", "cli.logs_commands", "cli.app"),
+              ("cli.request", "cli.app"), ("cli.app",))
     for order in orders:
         code = ";".join(f"import gpudiag.{m}" for m in order)
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -126,8 +127,8 @@ def test_the_command_modules_import_in_any_order() -> None:
 def test_help_loads_no_heavy_layer() -> None:
     # `gpudiag --help` stays fast: the layers below the CLI (asyncssh, yaml, the rich table, the collector
     # bundle, even the request's dataclasses) load only where a command uses them.
-    heavy = ("asyncssh", "yaml", "cryptography", "gpudiag.runner", "gpudiag.transport", "gpudiag.report.table",
-             "gpudiag.remote", "gpudiag.collectors.bundle", "gpudiag.request")
-    code = f"import sys, gpudiag.cli; print(*[m for m in {heavy!r} if m in sys.modules])"
+    heavy = ("asyncssh", "yaml", "cryptography", "gpudiag.sweep.runner", "gpudiag.transport.ssh",
+             "gpudiag.report.table", "gpudiag.collect.remote", "gpudiag.collect.bundle", "gpudiag.cli.request")
+    code = f"import sys, gpudiag.cli.app; print(*[m for m in {heavy!r} if m in sys.modules])"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout.strip()) == (0, ""), done.stderr

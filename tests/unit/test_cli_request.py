@@ -16,17 +16,17 @@ import pytest
 from builders import gpu, host_report, sample, sweep
 from typer.testing import CliRunner
 
-import gpudiag.cli
-import gpudiag.cli_common
-import gpudiag.runner
+import gpudiag.cli.app
+import gpudiag.cli.common
+import gpudiag.sweep.runner
 from gpudiag.checks import CheckSettings, SettingsError
-from gpudiag.cli import app
+from gpudiag.cli.app import app
+from gpudiag.cli.request import HostSelection, SelectedHosts, SweepRequest, Thresholds, prepare, select_hosts
 from gpudiag.logs import LogOptions, LogPlan
 from gpudiag.logs.plan import Planner
 from gpudiag.model import Host
 from gpudiag.report import OutputFormat, render
-from gpudiag.request import HostSelection, SelectedHosts, SweepRequest, Thresholds, prepare, select_hosts
-from gpudiag.runner import SweepOptions
+from gpudiag.sweep.runner import SweepOptions
 
 ENV = {"PATH": "/usr/bin:/bin"}  # no nvidia-smi here, whatever the machine has
 
@@ -46,7 +46,7 @@ class Calls:
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Calls]:
     """Counts the real planner's work and records the plans the runner gets (the real functions run)."""
     seen = Calls()
-    real_init, real_plan, real_sweep_host = Planner.__init__, Planner.plan, gpudiag.runner.sweep_host
+    real_init, real_plan, real_sweep_host = Planner.__init__, Planner.plan, gpudiag.sweep.runner.sweep_host
 
     def init(self: Planner, options: LogOptions) -> None:
         seen.planners += 1
@@ -63,7 +63,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Calls]:
 
     monkeypatch.setattr(Planner, "__init__", init)
     monkeypatch.setattr(Planner, "plan", plan)
-    monkeypatch.setattr(gpudiag.runner, "sweep_host", sweep_host)
+    monkeypatch.setattr(gpudiag.sweep.runner, "sweep_host", sweep_host)
     yield seen
 
 
@@ -153,13 +153,13 @@ def test_what_an_ansible_inventory_was_read_as_is_said_on_stderr(tmp_path: Path)
 
 def test_samples_detail_is_in_the_request(monkeypatch: pytest.MonkeyPatch) -> None:
     requests: list[SweepRequest] = []
-    real = gpudiag.cli_common.sweep_report
+    real = gpudiag.cli.common.sweep_report
 
     def recording(request: SweepRequest, **kwargs: Any) -> Any:
         requests.append(request)
         return real(request, **kwargs)
 
-    monkeypatch.setattr(gpudiag.cli, "sweep_report", recording)
+    monkeypatch.setattr(gpudiag.cli.app, "sweep_report", recording)
     for args in (("local",), ("local", "--samples-detail"), ("sweep", "--local"), ("sweep", "--local",
                                                                                  "--samples-detail")):
         done = invoke(*args, "--samples", "1", "--interval", "0", "--quiet")

@@ -4,7 +4,7 @@ def test_a_single_gpu_node_has_no_pairs_and_nothing_missing() -> None:
     """The real one-H200 capture (shared/captures/h200-580.159/topo.txt, copied in tests/data)."""
     from pathlib import Path
 
-    from gpudiag.parse_logs import parse_context
+    from gpudiag.collect.parse_logs import parse_context
     from gpudiag.report.evidence import context_line
 
     topo = (Path(__file__).resolve().parents[1] / "data" / "h200_580.159_fields" / "topo.txt").read_text()

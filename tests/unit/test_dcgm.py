@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from builders import gpu, node
 
-from gpudiag.parse import parse_dcgm, with_dcgm
+from gpudiag.collect.parse import parse_dcgm, with_dcgm
 
 # The layout of `dcgmi dmon -e 1002,1003,1004,1005` (DCGM 3.x): a header, an Id line, one row per GPU per
 # sample, ratios between 0 and 1.

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from gpudiag.cli import app
-from gpudiag.simulate.demo import DEMO_NODES, DemoSelectionError, select_demo_nodes
+from gpudiag.cli.app import app
+from gpudiag.demo.demo import DEMO_NODES, DemoSelectionError, select_demo_nodes
 
 ENV = {"PATH": "/usr/bin:/bin"}
 FAST = ("--samples", "1", "--interval", "0")

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import pytest
 
-from gpudiag.choices import DrainLevel
-from gpudiag.drain import Action, ActionKind, apply, drain_reason, plan_drain, plan_undrain
+from gpudiag.audit.drain import Action, ActionKind, apply, drain_reason, plan_drain, plan_undrain
 from gpudiag.model import Finding, HostReport, HostStatus, Severity, SweepReport
-from gpudiag.slurm import CommandResult, SlurmNode
+from gpudiag.model.choices import DrainLevel
+from gpudiag.sources.slurm import CommandResult, SlurmNode
 
 
 def finding(host: str, code: str, severity: Severity, gpu: int | None = None, **evidence: object) -> Finding:

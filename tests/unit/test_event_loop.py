@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def local(*global_args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag.cli", *global_args, "local", "--format", "json", "--samples",
+    return subprocess.run([sys.executable, "-m", "gpudiag", *global_args, "local", "--format", "json", "--samples",
                            "1"], capture_output=True, text=True, cwd=REPO, timeout=60,
                           env={**os.environ, "PATH": "/usr/bin:/bin"})
 

@@ -11,10 +11,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import make_base
 import pytest
 
-STUB = Path(__file__).resolve().parents[2] / "agent" / "simulate" / "fake_nvidia_smi"
+import make_base
+
+STUB = Path(__file__).resolve().parents[2] / "agent" / "gpudiag" / "demo" / "fake_nvidia_smi"
 SCENARIOS = sorted(p.stem for p in (STUB.parent / "scenarios").glob("[!_]*.json"))
 DRIVER_ERROR = (
     "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "

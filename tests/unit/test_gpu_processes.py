@@ -1,4 +1,4 @@
-"""Who is on the GPU: the node's /proc reader (collectors/node/processes.py) on a process table laid out as
+"""Who is on the GPU: the node's /proc reader (collectors/gpudiag_node/processes.py) on a process table laid out as
 Linux lays it out, the parser's bounds, and the checks that use it (HOST_BOUND, BUSY_LOW_POWER decided by
 SM activity, ODD_GPU_OUT)."""
 
@@ -18,13 +18,13 @@ from gpudiag.checks import CheckSettings, evaluate
 from gpudiag.checks.context import NodeFacts
 from gpudiag.checks.gpu import busy_low_power, host_bound
 from gpudiag.checks.peers import odd_gpu_out
-from gpudiag.collectors.node import processes
-from gpudiag.collectors.node.gpm import METRICS
-from gpudiag.collectors.node.nvml import collect
+from gpudiag.collect.parse import parse_probe
+from gpudiag.collect.parse_processes import parse_processes
+from gpudiag.collect.untrusted import Claims
 from gpudiag.model import GpuProcess, HostStatus, NodeReadings
-from gpudiag.parse import parse_probe
-from gpudiag.parse_processes import parse_processes
-from gpudiag.untrusted import Claims
+from gpudiag_node import processes
+from gpudiag_node.gpm import METRICS
+from gpudiag_node.nvml import collect
 
 S = CheckSettings()
 

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from gpudiag.checks import CheckSettings, evaluate
+from gpudiag.collect.parse import parse_probe
 from gpudiag.logs.plan import build_plans
 from gpudiag.model import Host, HostStatus, NodeReadings
-from gpudiag.parse import parse_probe
-from gpudiag.report.json_codec import decode, encode
+from gpudiag.model.json_codec import decode, encode
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200_580.159_processes"
 S = CheckSettings()

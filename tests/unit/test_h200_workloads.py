@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from gpudiag.checks import CheckSettings, evaluate
+from gpudiag.collect.parse import parse_probe
 from gpudiag.model import HostStatus
-from gpudiag.parse import parse_probe
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from builders import finding, gpu, host_report, sweep
 
-from gpudiag.changes import ChangeState, FlapRule, fingerprints, gpu_keys
-from gpudiag.history import HISTORY_SCHEMA, MIGRATIONS, History, HistoryError, HistoryLocked
+from gpudiag.audit.history import HISTORY_SCHEMA, MIGRATIONS, History, HistoryError, HistoryLocked
 from gpudiag.model import HostStatus, Severity, SweepReport
+from gpudiag.model.changes import ChangeState, FlapRule, fingerprints, gpu_keys
 
 T0 = 1_748_779_200.0  # 2025-06-01T12:00:00Z
 
@@ -149,7 +149,7 @@ WRITER = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, sys.argv[2])
     from builders import finding, gpu, host_report, sweep
-    from gpudiag.history import History
+    from gpudiag.audit.history import History
 
     history = History.open(__import__("pathlib").Path(sys.argv[1]))
     def pause(statement):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from ClusterShell.NodeSet import NodeSet
 
-from gpudiag.hostlist import MAX_NAMES, HostPatternError, expand, fold
+from gpudiag.sources.hostlist import MAX_NAMES, HostPatternError, expand, fold
 
 
 def _names(prefix: str, numbers: range, width: int = 0) -> tuple[str, ...]:

@@ -18,17 +18,18 @@ import pytest
 from builders import host_report, sweep
 
 from gpudiag.checks import CheckSettings, evaluate
-from gpudiag.choices import Source
-from gpudiag.collectors.bundle import fallback_source
-from gpudiag.collectors.node import proc
+from gpudiag.collect.bundle import fallback_source
+from gpudiag.collect.parse import parse_probe
+from gpudiag.collect.remote import CollectorCall, call_bound_s, collector_call
 from gpudiag.model import Host, HostStatus, HungCall, NodeReadings, Severity, SmiStatus, host_status_label
-from gpudiag.parse import parse_probe
-from gpudiag.remote import CollectorCall, call_bound_s, collector_call
+from gpudiag.model.choices import Source
 from gpudiag.report import OutputFormat, render
 from gpudiag.report.json_report import from_document, to_document
-from gpudiag.transport import LocalTransport, RemoteCommand
+from gpudiag.transport.base import RemoteCommand
+from gpudiag.transport.local import LocalTransport
+from gpudiag_node import proc
 
-STUB = Path(__file__).resolve().parents[2] / "agent" / "simulate" / "fake_nvidia_smi"
+STUB = Path(__file__).resolve().parents[2] / "agent" / "gpudiag" / "demo" / "fake_nvidia_smi"
 
 
 def _ended(pid: int, wait_s: float = 5.0) -> bool:

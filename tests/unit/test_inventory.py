@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag.inventory import (
+from gpudiag.model import Host
+from gpudiag.sources.inventory import (
     Inventory,
     InventoryError,
     describe,
@@ -15,7 +16,6 @@ from gpudiag.inventory import (
     load_inventory,
     select,
 )
-from gpudiag.model import Host
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KNOWN_VARS = "(known: address, identity_file, jump, known_hosts, logs, port, user)"

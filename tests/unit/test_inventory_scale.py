@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from gpudiag.inventory import _Reader, load_inventory
-from gpudiag.yaml_file import compose
+from gpudiag.sources.inventory import _Reader, load_inventory
+from gpudiag.sources.yaml_file import compose
 
 HOSTS = 20_000
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from gpudiag.model import Host
-from gpudiag.transport import CommandTimeout, LocalTransport, RemoteCommand
+from gpudiag.transport.base import CommandTimeout, RemoteCommand
+from gpudiag.transport.local import LocalTransport
 
 HOST = Host(name="localhost")
 

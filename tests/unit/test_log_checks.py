@@ -17,7 +17,9 @@ from builders import gpu, node, sample
 
 from gpudiag.checks import CheckSettings, evaluate
 from gpudiag.checks.context import expert_parallel
-from gpudiag.collectors.node import logscan
+from gpudiag.collect.parse import parse_probe
+from gpudiag.collect.parse_logs import parse_context, parse_log_scan, parse_topology
+from gpudiag.demo.demo_logs import SERVER_ARGS, sglang_glm5_lines, spare_kernel_lines
 from gpudiag.logs import KERNEL, LogOptions, build_plans
 from gpudiag.logs.xid import describe, gpu_index, pci_key
 from gpudiag.model import (
@@ -31,10 +33,8 @@ from gpudiag.model import (
     NodeReadings,
     Severity,
 )
-from gpudiag.parse import parse_probe
-from gpudiag.parse_logs import parse_context, parse_log_scan, parse_topology
 from gpudiag.report.evidence import context_line, evidence_lines
-from gpudiag.simulate.demo_logs import SERVER_ARGS, sglang_glm5_lines, spare_kernel_lines
+from gpudiag_node import logscan
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200x2_580.159_context"
 S = CheckSettings()

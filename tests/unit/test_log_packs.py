@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from gpudiag.demo.demo_logs import SERVER_ARGS
 from gpudiag.logs import KERNEL, LogConfigError, LogOptions, PackError, Registry, build_plans, builtin_packs, load_pack
 from gpudiag.logs.echo import facts_of, parse_argv, parse_dict, parse_kwargs, same_value, value_of
 from gpudiag.logs.packs import BUILTIN, parse_pack
 from gpudiag.model import Host
-from gpudiag.simulate.demo_logs import SERVER_ARGS
 
 # --------------------------------------------------------------------------------------------- packs
 
@@ -260,7 +260,7 @@ def test_a_pack_file_named_in_the_inventory(tmp_path: Path) -> None:
 
 
 def test_the_shipped_inventory_logs_make_plans() -> None:
-    from gpudiag.inventory import load_inventory
+    from gpudiag.sources.inventory import load_inventory
 
     inventory = load_inventory(Path(__file__).resolve().parents[2] / "inventory.yaml")
     plans = build_plans(inventory.hosts)

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from gpudiag.collect.remote import collector_call
 from gpudiag.logs import LogConfigError, LogOptions
 from gpudiag.model import Host, RemoteResult
-from gpudiag.remote import collector_call
-from gpudiag.runner import SweepOptions, sweep
-from gpudiag.transport import RemoteCommand
+from gpudiag.sweep.runner import SweepOptions, sweep
+from gpudiag.transport.base import RemoteCommand
 
-STUB = Path(__file__).resolve().parents[2] / "agent" / "simulate" / "fake_nvidia_smi"
+STUB = Path(__file__).resolve().parents[2] / "agent" / "gpudiag" / "demo" / "fake_nvidia_smi"
 
 
 class RecordingTransport:
@@ -92,7 +92,7 @@ def _run(stub: Path, *args: str, scenario: str) -> subprocess.CompletedProcess[s
 
 
 def test_the_fake_node_answers_topo_m(tmp_path: Path) -> None:
-    from gpudiag.parse_logs import parse_topology
+    from gpudiag.collect.parse_logs import parse_topology
 
     stub = _stub(tmp_path, "nvidia-smi")
     case = _run(stub, "topo", "-m", scenario="case_study")

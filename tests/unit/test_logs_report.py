@@ -66,7 +66,7 @@ def test_signatures_lists_every_kind_of_entry() -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag.cli", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True, timeout=60)
 
 
 def test_cli_errors_are_one_line_and_exit_3(tmp_path: Path) -> None:

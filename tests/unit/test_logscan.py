@@ -1,5 +1,6 @@
-"""The node-side log scanner (collectors/node/logscan.py) on files in tmp_path: tail, rotations, gzip, junk, windows,
-configuration echoes, missing and unreadable logs, the kernel log's fallbacks, and the bundle carrying it all."""
+"""The node-side log scanner (collectors/gpudiag_node/logscan.py) on files in tmp_path: tail, rotations, gzip,
+junk, windows, configuration echoes, missing and unreadable logs, the kernel log's fallbacks, and the
+bundle carrying it all."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag.collectors.bundle import NODE_DIR, bundle
-from gpudiag.collectors.node import logscan as ls
+from gpudiag.collect.bundle import NODE_DIR, bundle
+from gpudiag_node import logscan as ls
 
 SERVER_ARGS = ("[2026-11-30 06:10:02] server_args=ServerArgs(model_path='/m', disable_flashinfer_autotune=False, "
                "enable_nan_detection=False)")

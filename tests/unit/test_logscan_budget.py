@@ -10,8 +10,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from gpudiag.collectors.node import logscan as ls
-from gpudiag.collectors.node import probe
+from gpudiag_node import logscan as ls
+from gpudiag_node import probe
 
 
 def _source(path: Path | str, **extra: object) -> dict[str, object]:

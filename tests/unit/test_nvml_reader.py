@@ -1,4 +1,4 @@
-"""The node-side NVML reader (collectors/node/nvml.py) against a fake pynvml, and the bundle that carries it.
+"""The node-side NVML reader (collectors/gpudiag_node/nvml.py) against a fake pynvml, and the bundle that carries it.
 
 The fake answers like the real binding does on the H200 of tests/data (values from its captures): numbers
 in NVML's units (mW, bytes, MHz), ``NVMLError_NotSupported`` for what the board lacks, ``GpuIsLost`` for a
@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from gpudiag.checks import CheckSettings, evaluate
-from gpudiag.collectors.bundle import bundle, nvml_binding
-from gpudiag.collectors.node.nvml import NvmlUnavailable, collect
+from gpudiag.collect.bundle import bundle, nvml_binding
+from gpudiag.collect.parse import parse_probe
 from gpudiag.model import HostStatus, Severity
-from gpudiag.parse import parse_probe
+from gpudiag_node.nvml import NvmlUnavailable, collect
 
 
 class NVMLError(Exception):

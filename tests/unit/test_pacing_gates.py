@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpudiag.model import Host
-from gpudiag.transport import SshOptions, SshTransport
+from gpudiag.transport.ssh import SshOptions, SshTransport
 
 
 def test_gates_follow_the_ssh_config(tmp_path: Path) -> None:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag.collectors.node.probe import choose_fields, known_fields
-from gpudiag.collectors.node.readings import BY_NAME
+from gpudiag.collect.parse import ProbeFormatError, parse_probe, parse_probe_output, read_value
 from gpudiag.model import GpuReading, SmiStatus, decode_reasons
-from gpudiag.parse import ProbeFormatError, parse_probe, parse_probe_output, read_value
+from gpudiag_node.probe import choose_fields, known_fields
+from gpudiag_node.readings import BY_NAME
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200_580.159_fields"
 HELP = (DATA / "help-query-gpu.txt").read_text()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag.collectors.node import probe
+from gpudiag_node import probe
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import io
 
 from builders import host_report
-from pty_screen import render_screen
 from rich.console import Console
 
+from gpudiag.cli.progress import SweepProgress
 from gpudiag.model import Host, HostStatus
-from gpudiag.report.progress import SweepProgress
+from pty_screen import render_screen
 
 
 class Clock:

@@ -1,4 +1,4 @@
-"""The NVML binding travels cut down to what the collector's NVML reader uses (collectors/prune.py)."""
+"""The NVML binding travels cut down to what the collector's NVML reader uses (agent/gpudiag/collect/prune.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag.collectors.bundle import NODE_DIR, NVML_READER_FILES, nvml_binding, pynvml_source
-from gpudiag.collectors.prune import names_used, prune
+from gpudiag.collect.bundle import NODE_DIR, NVML_READER_FILES, nvml_binding, pynvml_source
+from gpudiag.collect.prune import names_used, prune
 
 
 def load(source: str | bytes, name: str) -> types.ModuleType:

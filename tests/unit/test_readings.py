@@ -1,4 +1,4 @@
-"""The table of readings (collectors/node/readings.py) agrees with the model, nvidia-smi and the NVML binding.
+"""The table of readings (collectors/gpudiag_node/readings.py) agrees with the model, nvidia-smi and the NVML binding.
 
 A reading is one entry there plus its field on the model; these tests are what make that true: every
 entry has its field (with a type that fits its kind), every model reading field has its entry, each
@@ -15,9 +15,9 @@ from pathlib import Path
 import pynvml
 import pytest
 
-from gpudiag.collectors.node import readings
-from gpudiag.collectors.node.probe import known_fields
 from gpudiag.model import GpuReading, GpuSample
+from gpudiag_node import readings
+from gpudiag_node.probe import known_fields
 
 HELP = (Path(__file__).resolve().parents[1] / "data" / "h200_580.159_fields" / "help-query-gpu.txt").read_text()
 # Spellings the H200's driver 580 does not list because they are the OLD names (the fallbacks of old drivers).
@@ -66,7 +66,7 @@ def test_nvml_getters_and_constants_exist_in_the_binding(reading: readings.Readi
 
 
 def test_the_query_and_the_shell_collector_arguments_come_from_the_table() -> None:
-    from gpudiag.remote import collector_call
+    from gpudiag.collect.remote import collector_call
 
     fields = [(r.name, r.smi) for r in readings.READINGS if r.smi]
     assert list(readings.smi_fields()[: len(fields)]) == fields

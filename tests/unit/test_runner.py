@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from gpudiag.collect.remote import collector_call
 from gpudiag.model import Host, HostStatus, RemoteResult
-from gpudiag.remote import collector_call
-from gpudiag.runner import SweepOptions, sweep
-from gpudiag.transport import AuthFailed, ConnectFailed, HostKeyRejected, RemoteCommand, TransportError
+from gpudiag.sweep.runner import SweepOptions, sweep
+from gpudiag.transport.base import AuthFailed, ConnectFailed, HostKeyRejected, RemoteCommand, TransportError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200_580.159_fields"
 LINE = (DATA / "query-gpu.csv").read_text().strip()
@@ -35,7 +35,7 @@ class HandlerTransport:
 
 
 def probe_output(power_w: float = 79.32, util: int = 0) -> bytes:
-    from gpudiag.collectors.node.probe import choose_fields, known_fields
+    from gpudiag_node.probe import choose_fields, known_fields
 
     fields = [[a, b] for a, b in choose_fields(known_fields((DATA / "help-query-gpu.txt").read_text()))]
     line = LINE.replace(", 79.32,", f", {power_w},").replace(", 143771, 0, 0,", f", 143771, {util}, 10,")
@@ -126,13 +126,16 @@ def test_the_command_quotes_everything_and_bounds_time() -> None:
     call = collector_call(samples=5, interval_s=0.5, deadline_s=30)
     assert call.command.startswith("timeout -k 3 30 sh -c ")
     assert call.stdin.startswith(b"# gpudiag collector bundle")
-    assert b"def main_with_config(config):" in call.stdin
+    # The node-side modules travel as the gpudiag_node package, the probe among them, and the bundle runs it.
+    assert b"'gpudiag_node.probe': " in call.stdin and b"'gpudiag_node.proc': " in call.stdin
+    ending = b"from gpudiag_node import probe\nsys.exit(probe.main_with_config(json.loads(_CONFIG)))\n"
+    assert call.stdin.endswith(ending)
     import shlex
 
     argv = shlex.split(call.command)
     assert argv[:7] == ["timeout", "-k", "3", "30", "sh", "-c", argv[6]]
     # the loader reads exactly the bundle; the shell fallback needs no deadline of its own inside `timeout`
-    # and a thread ends the process group when stdin ends (the channel closed: gpudiag.remote)
+    # and a thread ends the process group when stdin ends (the channel closed: gpudiag.collect.remote)
     assert argv[7:10] == ["gpudiag", f"import os,sys,threading;b=sys.stdin.buffer.read({len(call.stdin)});"
                                      "threading.Thread(target=lambda:(all(iter(lambda:os.read(0,65536),b'')),"
                                      "os.killpg(0,9)),daemon=True).start();exec(compile(b,'<gpudiag>','exec'))", ""]
@@ -157,7 +160,7 @@ def test_transport_error_base_is_an_error_status() -> None:
 
 
 def test_this_machine_out_of_open_files_is_waited_out_not_the_hosts_failure() -> None:
-    from gpudiag.transport import OutOfFiles
+    from gpudiag.transport.base import OutOfFiles
 
     tries: dict[str, int] = {}
 
@@ -172,7 +175,7 @@ def test_this_machine_out_of_open_files_is_waited_out_not_the_hosts_failure() ->
 
 
 def test_out_of_open_files_past_the_deadline_is_an_error_that_says_whose() -> None:
-    from gpudiag.transport import OutOfFiles
+    from gpudiag.transport.base import OutOfFiles
 
     async def handler(host: Host, command: RemoteCommand) -> RemoteResult:
         raise OutOfFiles("this machine ran out of open files (Too many open files) before connecting to a:22")

@@ -6,7 +6,7 @@ import pytest
 from builders import finding, host_report, sweep
 
 from gpudiag.model import Host, HostStatus, Severity
-from gpudiag.shard import ShardError, merge, parse_shard, select_shard, shard_of
+from gpudiag.sweep.shard import ShardError, merge, parse_shard, select_shard, shard_of
 
 HOSTS = tuple(Host(name=f"gpu{i:04d}") for i in range(1000))
 

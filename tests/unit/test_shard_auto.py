@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpudiag.shard import ShardError, parse_shard
+from gpudiag.sweep.shard import ShardError, parse_shard
 
 
 def env(task: int, count: int, low: int, high: int) -> dict[str, str]:

@@ -8,7 +8,15 @@ from collections.abc import Sequence
 import pytest
 
 from gpudiag.model import Host
-from gpudiag.slurm import CommandResult, SlurmError, SlurmNode, SlurmSelection, hosts_for, parse_sinfo, select_nodes
+from gpudiag.sources.slurm import (
+    CommandResult,
+    SlurmError,
+    SlurmNode,
+    SlurmSelection,
+    hosts_for,
+    parse_sinfo,
+    select_nodes,
+)
 
 # sinfo -a -h -N -o '%N|%o|%T|%P|%E' with gpu02 drained by gpudiag, gpu03 drained by someone else and in two
 # partitions (one row per partition), gpu04 not responding and its NodeAddr its own name.

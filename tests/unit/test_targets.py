@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag.inventory import InventoryError, hosts_from_patterns
-from gpudiag.targets import TargetError, expand_target, names_from_file, resolve_target
+from gpudiag.sources.inventory import InventoryError, hosts_from_patterns
+from gpudiag.sources.targets import TargetError, expand_target, names_from_file, resolve_target
 
 
 @pytest.fixture
@@ -166,7 +166,7 @@ def test_a_dash_through_the_command_line(tmp_path: Path) -> None:
     """`... | gpudiag inventory` has no targets; sweep's are read the same way: through the CLI's process stdin."""
     import subprocess
 
-    code = ("import sys; from gpudiag.inventory import hosts_from_patterns as h; "
+    code = ("import sys; from gpudiag.sources.inventory import hosts_from_patterns as h; "
             "print(' '.join(x.name for x in h(['-', 'extra1'])))")
     done = subprocess.run([sys.executable, "-c", code], input="gpu[01-02]\n", capture_output=True, text=True,
                           check=True, timeout=60)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from builders import finding, gpu, host_report, node, sweep
 
+from gpudiag.cli.live import render_watch
 from gpudiag.model import HostStatus, LogLine, LogMatch, LogScan
 from gpudiag.report import OutputFormat, render
 from gpudiag.report.inventory_table import render_inventory
-from gpudiag.report.live import render_watch
 from gpudiag.report.logs_report import render_grep
 from gpudiag.report.terminal import safe, safe_lines
 

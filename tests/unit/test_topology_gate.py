@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag.collectors.node.probe import looks_starved
-from gpudiag.parse_logs import parse_context
+from gpudiag.collect.parse_logs import parse_context
+from gpudiag_node.probe import looks_starved
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag.collectors.node import logscan
+from gpudiag.collect.parse_logs import parse_log_scan
 from gpudiag.logs.echo import facts_of
 from gpudiag.logs.packs import Echo, PackError, builtin_packs, load_pack
 from gpudiag.logs.plan import LogPlan, LogSource
-from gpudiag.parse_logs import parse_log_scan
+from gpudiag_node import logscan
 
 # Generous: each of these took from 37 s to minutes of CPU before the fix, and takes milliseconds after it.
 # CPU seconds of this process (time.process_time), not wall time: other load on the machine does not count.

@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpudiag.checks import CheckSettings, evaluate
+from gpudiag.collect.parse import ProbeFormatError, parse_probe, parse_probe_output
+from gpudiag.collect.parse_logs import parse_context, parse_logs, parse_topology
 from gpudiag.model import HostStatus
-from gpudiag.parse import ProbeFormatError, parse_probe, parse_probe_output
-from gpudiag.parse_logs import parse_context, parse_logs, parse_topology
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SMI_DOC = json.loads((DATA / "h200_580.159_idle" / "probe.json").read_text())

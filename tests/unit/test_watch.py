@@ -7,10 +7,10 @@ import asyncio
 import pytest
 from builders import finding, gpu, host_report, sweep
 
+from gpudiag.cli.live import bar, render_watch
 from gpudiag.model import Host, RemoteResult
-from gpudiag.report.live import bar, render_watch
-from gpudiag.transport import ConnectFailed, RemoteCommand
-from gpudiag.watch import BackoffTransport, changes
+from gpudiag.sweep.watch import BackoffTransport, changes
+from gpudiag.transport.base import ConnectFailed, RemoteCommand
 
 HOST = Host(name="gpu01")
 COMMAND = RemoteCommand(command="true")

@@ -10,8 +10,8 @@ from builders import finding, host_report, sweep
 from test_watch import Flaky  # a host that refuses until it is up again
 
 from gpudiag.model import Host, HostStatus, RemoteResult
-from gpudiag.transport import ConnectFailed, RemoteCommand
-from gpudiag.watch import BACKOFF_REFRESHES, BackoffTransport, carry, changes, watch_backoff
+from gpudiag.sweep.watch import BACKOFF_REFRESHES, BackoffTransport, carry, changes, watch_backoff
+from gpudiag.transport.base import ConnectFailed, RemoteCommand
 
 HOST = Host(name="gpu01")
 COMMAND = RemoteCommand(command="true")
@@ -109,7 +109,7 @@ def _bundle_config(stdin: bytes) -> dict[str, object]:
 
 def test_watch_tells_the_kept_collector_when_to_leave() -> None:
     """gpudiag watch passes its idle time (three missed refreshes plus a round) to the kept collector."""
-    from gpudiag.runner import SweepOptions, collector_command
+    from gpudiag.sweep.runner import SweepOptions, collector_command
 
     config = _bundle_config(collector_command(SweepOptions(samples=1, stream=True, idle_s=3 * 5.0 + 30.0)).stdin)
     assert (config["stream"], config["idle_s"]) == (True, 45.0)

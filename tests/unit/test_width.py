@@ -7,11 +7,11 @@ import pytest
 from builders import finding, gpu, host_report, sweep
 from rich.cells import cell_len
 
+from gpudiag.cli.live import render_watch
 from gpudiag.model import HostStatus, Severity
 from gpudiag.report.columns import Column, fit, plain_table, wrap
 from gpudiag.report.history_table import render_gpu_rows
 from gpudiag.report.inventory_table import hosts_count, log_text, render_inventory
-from gpudiag.report.live import render_watch
 from gpudiag.report.table import render_table
 from gpudiag.report.terminal import trimmed_lines
 

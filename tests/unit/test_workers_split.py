@@ -11,12 +11,12 @@ import pytest
 from builders import host_report
 from typer.testing import CliRunner
 
-from gpudiag.cli import app
+from gpudiag.cli.app import app
 from gpudiag.model import Host, HostStatus
-from gpudiag.pacing import Pacer, Pacing, PacingError, parse_rate
-from gpudiag.runner import cancelled_report
-from gpudiag.shard import select_shard
-from gpudiag.workers import WorkersError, in_order, parse_workers, resolve_workers, shards, share
+from gpudiag.sweep.runner import cancelled_report
+from gpudiag.sweep.shard import select_shard
+from gpudiag.sweep.workers import WorkersError, in_order, parse_workers, resolve_workers, shards, share
+from gpudiag.transport.pacing import Pacer, Pacing, PacingError, parse_rate
 
 HOSTS = tuple(Host(name=f"gpu{i:03d}") for i in range(1, 201))
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag import yaml_file
-from gpudiag.inventory import InventoryError, load_inventory
 from gpudiag.logs.packs import PackError, load_pack
+from gpudiag.sources import yaml_file
+from gpudiag.sources.inventory import InventoryError, load_inventory
 
 # 8 values, then 8 aliases of the level below, 7 times: 8**8 = 16.7 million values in ~300 bytes.
 BOMB = ["&l0 [x, x, x, x, x, x, x, x]"] + [f"&l{i} [{', '.join([f'*l{i - 1}'] * 8)}]" for i in range(1, 8)]

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+
 from slurm_cluster import SlurmCluster, SlurmUnavailable, running_slurm
 
 # node name -> the loopback scenario it plays (its NodeAddr is that scenario's address)

@@ -9,17 +9,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from slurm_cluster import SlurmCluster
 
-from gpudiag.shard import select_shard
-from gpudiag.slurm import SlurmError, SlurmSelection, select_nodes
+from gpudiag.sources.slurm import SlurmError, SlurmSelection, select_nodes
+from gpudiag.sweep.shard import select_shard
+from slurm_cluster import SlurmCluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.slurm]
 REPO = Path(__file__).resolve().parents[3]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag.cli", *args], capture_output=True, text=True, cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True, cwd=REPO,
                           timeout=120)
 
 
@@ -155,7 +155,7 @@ def test_job_array_shards_merge_into_one_sweep(slurm: SlurmCluster, sshd_cluster
     script = tmp_path / "sweep.sh"  # the arguments travel as "$@": nothing is pasted into a shell
     script.write_text('#!/bin/sh\nexec "$@"\n')
     job = slurm.run("sbatch", "--parsable", "--array=0-1", "-p", "gpu", "-o", str(tmp_path / "part-%a.json"),
-                    "-e", str(tmp_path / "part-%a.err"), str(script), sys.executable, "-m", "gpudiag.cli",
+                    "-e", str(tmp_path / "part-%a.err"), str(script), sys.executable, "-m", "gpudiag",
                     "sweep", "-i", str(inventory), "--samples", "1", "--interval", "0", "--shard", "auto",
                     "--format", "json").stdout.strip()
     slurm.wait_job(job)
@@ -180,7 +180,7 @@ def connected(address: str, port: int) -> bool:
 def test_a_node_drained_by_someone_else_during_the_sweep_keeps_their_reason(slurm: SlurmCluster, sshd_cluster) -> None:  # type: ignore[no-untyped-def]
     args = [*ssh_args(sshd_cluster)]
     args[args.index("--samples") + 1], args[args.index("--interval") + 1] = "6", "1"  # a sweep of about 5 s
-    sweep = subprocess.Popen([sys.executable, "-m", "gpudiag.cli", "sweep", "--slurm-nodelist", "gpu02", *args,
+    sweep = subprocess.Popen([sys.executable, "-m", "gpudiag", "sweep", "--slurm-nodelist", "gpu02", *args,
                               "--drain-on", "critical", "--yes", "--format", "json"], cwd=REPO, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     node = sshd_cluster.address_of("ecc")

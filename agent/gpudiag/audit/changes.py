@@ -1,0 +1,89 @@
+"""What changed since the last recorded run: per finding ``new``, ``ongoing`` or ``resolved``; per host whether
+it came back; flapping findings named as such. Pure: the values are :mod:`gpudiag.model.changes`; the history
+(:mod:`gpudiag.audit.history`) reads the past runs and hands them here as :class:`PastRun` values.
+
+A finding is known across runs by its **fingerprint** (:func:`fingerprint`): the host, the GPU (its UUID, or
+``index:N`` where the UUID is missing, masked or repeated) and the code, plus the log signature or Xid that
+tells apart several findings of one code on one GPU. The summary and the numbers may change from run to run;
+the fingerprint does not.
+
+A host that did not answer this run cannot say its GPUs are well again: the findings it had stay open,
+``carried`` (not verified this run), and are not ``resolved``; HOST_UNREACHABLE itself is new, and resolved
+when the host comes back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from gpudiag.model import SweepReport
+from gpudiag.model.changes import (
+    ChangeSet,
+    ChangeState,
+    FindingChange,
+    FlapRule,
+    HostChange,
+    OpenFinding,
+    PastRun,
+    fingerprints,
+    gpu_keys,
+)
+
+# ------------------------------------------------------------------------------------------- comparing
+
+
+def _changes(presence: Iterable[bool]) -> int:
+    seq = list(presence)
+    return sum(1 for a, b in zip(seq, seq[1:], strict=False) if a != b)
+
+
+def compare(report: SweepReport, past: tuple[PastRun, ...], rule: FlapRule = FlapRule()) -> ChangeSet:
+    """This run against the recorded ones (``past``: most recent last, at least the last ``rule.window``)."""
+    last = past[-1] if past else None
+    previous = {f.fingerprint: f for f in last.findings} if last else {}
+    keys = gpu_keys(report)
+    now_open: dict[str, OpenFinding] = {}
+    for host in report.hosts:
+        for fp, gpu_key, f in fingerprints(host, keys):
+            before = previous.get(fp)
+            now_open[fp] = OpenFinding(
+                fingerprint=fp, code=f.code, severity=f.severity, host=host.host, gpu=f.gpu, gpu_key=gpu_key,
+                summary=f.summary, since=before.since if before else report.started_at,
+                runs=before.runs + 1 if before else 1)
+    silent = {h.host for h in report.hosts if not h.status.answered}
+    for fp, before in previous.items():  # a host that did not answer keeps its findings, unverified
+        if fp not in now_open and before.host in silent and before.code != "HOST_UNREACHABLE":
+            now_open[fp] = dataclasses.replace(before, runs=before.runs + 1, carried=True)
+
+    window = past[-(rule.window - 1):] if rule.window > 1 else ()
+    history = [{f.fingerprint for f in run.findings} for run in window]
+
+    def flaps(fp: str, with_now: bool) -> bool:
+        runs = [fp in s for s in history] + ([fp in now_open] if with_now else [])
+        return _changes(runs) >= rule.changes
+
+    changes = []
+    for fp, finding in now_open.items():
+        state = ChangeState.ONGOING if fp in previous else ChangeState.NEW
+        changes.append(_change(state, finding, flaps(fp, True), flaps(fp, False)))
+    for fp, before in previous.items():
+        if fp not in now_open:
+            changes.append(_change(ChangeState.RESOLVED, before, flaps(fp, True), flaps(fp, False)))
+    hosts = []
+    if last is not None:
+        for host in report.hosts:
+            was = last.host_status.get(host.host)
+            was_answering = was in ("ok", "partial")
+            if was is not None and was_answering != host.status.answered:
+                hosts.append(HostChange(host=host.host, status=host.status.value, previous_status=was,
+                                        came_back=host.status.answered))
+    order = {s: i for i, s in enumerate(ChangeState)}
+    changes.sort(key=lambda c: (order[c.state], -c.finding.severity.rank, c.finding.fingerprint))
+    return ChangeSet(started_at=report.started_at, previous_started_at=last.started_at if last else None,
+                     findings=tuple(changes), hosts=tuple(hosts))
+
+
+def _change(state: ChangeState, finding: OpenFinding, flapping: bool, flapping_before: bool) -> FindingChange:
+    return FindingChange(state=state, finding=finding, flapping=flapping,
+                         became_flapping=flapping and not flapping_before)

@@ -1,0 +1,300 @@
+"""The run history: one SQLite file (the standard library's ``sqlite3``; nothing to start) that records each
+sweep: when, each host and its status, each GPU's combined readings (not raw samples), each finding with its
+fingerprint (:mod:`gpudiag.audit.changes`), and what was sent about it.
+
+* The schema is versioned (``PRAGMA user_version``) and brought up to date by :data:`MIGRATIONS`, in order,
+  each inside the transaction that first writes; a file from a newer gpudiag is refused.
+* WAL journal: readers (``gpudiag history``) never wait for a writer.
+* One transaction per run (``BEGIN IMMEDIATE`` … ``COMMIT``): a run killed halfway leaves the file as it was.
+  A second writer waits up to ``lock_wait_s`` for the lock, then :class:`HistoryLocked` (the CLI: one line,
+  exit 3).
+* A GPU's readings are stored as one JSON object written by walking the model's fields
+  (:func:`gpudiag.model.json_codec.encode`): a new reading needs no migration.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpudiag.audit.changes import compare
+from gpudiag.model import GpuReading, Severity, SweepReport
+from gpudiag.model.changes import ChangeSet, ChangeState, FlapRule, OpenFinding, PastRun, epoch_of, gpu_keys
+from gpudiag.model.json_codec import encode, plain
+
+HISTORY_SCHEMA = 2
+DEFAULT_LOCK_WAIT_S = 10.0
+
+# Migration N brings a file from version N-1 to N. Never edit one that shipped: add the next.
+MIGRATIONS: tuple[str, ...] = (
+    # 1: runs, hosts, GPUs (readings as JSON), findings by fingerprint
+    """
+    CREATE TABLE runs (id INTEGER PRIMARY KEY, started_at TEXT NOT NULL, started_at_s REAL NOT NULL,
+                       duration_s REAL, exit_code INTEGER NOT NULL, recorded_at_s REAL NOT NULL);
+    CREATE INDEX runs_started ON runs (started_at_s);
+    CREATE TABLE hosts (run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE, host TEXT NOT NULL,
+                        address TEXT, status TEXT NOT NULL, error TEXT, duration_s REAL,
+                        PRIMARY KEY (run_id, host));
+    CREATE TABLE gpus (run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE, host TEXT NOT NULL,
+                       gpu_key TEXT NOT NULL, gpu_index INTEGER NOT NULL, uuid TEXT, readings TEXT NOT NULL,
+                       PRIMARY KEY (run_id, host, gpu_key));
+    CREATE TABLE findings (run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+                           fingerprint TEXT NOT NULL, host TEXT NOT NULL, gpu_key TEXT NOT NULL, gpu_index INTEGER,
+                           code TEXT NOT NULL, severity TEXT NOT NULL, summary TEXT NOT NULL, since TEXT NOT NULL,
+                           runs INTEGER NOT NULL, carried INTEGER NOT NULL, state TEXT NOT NULL,
+                           PRIMARY KEY (run_id, fingerprint));
+    CREATE INDEX findings_host ON findings (host, run_id);
+    """,
+    # 2: what was sent about each finding (for --renotify), and each run's failed notifications
+    """
+    CREATE TABLE notified (fingerprint TEXT PRIMARY KEY, last_sent_s REAL NOT NULL);
+    ALTER TABLE runs ADD COLUMN notify_errors TEXT;
+    """,
+)
+
+
+class HistoryError(Exception):
+    """The history file cannot be used: the message is one line for the operator."""
+
+
+class HistoryLocked(HistoryError):
+    """Another run held the history's write lock for longer than the wait allowed."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordedRun:
+    """What :meth:`History.record` did: the run's id and what changed against the last run."""
+
+    run_id: int
+    changes: ChangeSet
+    pruned_runs: int = 0
+
+
+def readings_json(gpu: GpuReading) -> str:
+    """A GPU's combined readings as one JSON object: every model field but the raw samples, and its power
+    figure (``power_watts``, ``power_pct_of_limit``)."""
+    power = gpu.power()
+    doc = encode(gpu, {GpuReading: (frozenset({"samples"}), lambda g: {
+        "power_watts": None if power is None else power.watts,
+        "power_pct_of_limit": None if power is None else power.pct_of_limit})})
+    return json.dumps(doc, allow_nan=False, separators=(",", ":"))
+
+
+class History:
+    """One history file. Open with :meth:`open` (creates the folder and the file), use as a context manager."""
+
+    def __init__(self, db: sqlite3.Connection, path: Path, lock_wait_s: float = DEFAULT_LOCK_WAIT_S) -> None:
+        self._db = db
+        self.path = path
+        self._lock_wait_s = lock_wait_s
+
+    @classmethod
+    def open(cls, path: Path, *, lock_wait_s: float = DEFAULT_LOCK_WAIT_S) -> History:
+        path = path.expanduser()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(path, timeout=lock_wait_s, isolation_level=None)
+            db.execute("PRAGMA foreign_keys = ON")
+            mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        except sqlite3.OperationalError as exc:
+            raise _translate(exc, path, lock_wait_s) from exc
+        except (OSError, sqlite3.DatabaseError) as exc:
+            raise HistoryError(f"history {path}: {exc}") from exc
+        if mode != "wal":
+            db.close()
+            raise HistoryError(f"history {path}: cannot use WAL mode (journal_mode is {mode})")
+        return cls(db, path, lock_wait_s)
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The SQLite connection (tests trace its statements)."""
+        return self._db
+
+    # ------------------------------------------------------------------------------------ schema
+
+    def version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    def _migrate(self) -> None:
+        """Inside the write transaction: bring the schema up to :data:`HISTORY_SCHEMA`."""
+        version = self.version()
+        if version > HISTORY_SCHEMA:
+            raise HistoryError(f"history {self.path}: schema version {version} is newer than this gpudiag "
+                               f"reads ({HISTORY_SCHEMA}); upgrade gpudiag")
+        for number in range(version + 1, HISTORY_SCHEMA + 1):
+            for statement in MIGRATIONS[number - 1].split(";"):
+                if statement.strip():
+                    self._db.execute(statement)
+            self._db.execute(f"PRAGMA user_version = {number}")
+
+    def _begin(self) -> None:
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise _translate(exc, self.path, self._lock_wait_s) from exc
+
+    def _write(self, work: Any) -> Any:
+        """Run ``work()`` in one write transaction: all of it is kept, or none."""
+        self._begin()
+        try:
+            self._migrate()
+            result = work()
+            self._db.execute("COMMIT")
+            return result
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    # ------------------------------------------------------------------------------------ writing
+
+    def record(self, report: SweepReport, *, flap: FlapRule = FlapRule(), keep_days: float | None = None,
+               now_s: float | None = None) -> RecordedRun:
+        """Compare ``report`` with the last runs, record it, prune runs older than ``keep_days``: one
+        transaction. Raises :class:`HistoryLocked` when another run holds the lock past the wait."""
+        now = dt.datetime.now(dt.timezone.utc).timestamp() if now_s is None else now_s
+
+        def work() -> RecordedRun:
+            changes = compare(report, self._past(flap.window), flap)
+            run_id = self._insert(report, changes, now)
+            pruned = 0
+            if keep_days is not None:
+                pruned = self._db.execute("DELETE FROM runs WHERE started_at_s < ? AND id != ?",
+                                          (now - keep_days * 86400.0, run_id)).rowcount
+            return RecordedRun(run_id=run_id, changes=changes, pruned_runs=pruned)
+
+        result: RecordedRun = self._write(work)
+        return result
+
+    def _insert(self, report: SweepReport, changes: ChangeSet, now: float) -> int:
+        db = self._db
+        cursor = db.execute("INSERT INTO runs (started_at, started_at_s, duration_s, exit_code, recorded_at_s) "
+                            "VALUES (?, ?, ?, ?, ?)", (report.started_at, epoch_of(report.started_at),
+                                                       plain(report.duration_s), report.exit_code, now))
+        run_id = int(cursor.lastrowid or 0)
+        keys = gpu_keys(report)
+        db.executemany("INSERT INTO hosts VALUES (?, ?, ?, ?, ?, ?)",
+                       [(run_id, h.host, h.address, h.status.value, h.error, plain(h.duration_s))
+                        for h in report.hosts])
+        db.executemany("INSERT INTO gpus VALUES (?, ?, ?, ?, ?, ?)",
+                       [(run_id, h.host, keys[(h.host, g.index)], g.index, g.uuid, readings_json(g))
+                        for h in report.hosts for g in h.gpus])
+        state = {c.finding.fingerprint: c.state.value for c in changes.findings}
+        db.executemany("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       [(run_id, f.fingerprint, f.host, f.gpu_key, f.gpu, f.code, f.severity.label, f.summary,
+                         f.since, f.runs, int(f.carried), state[f.fingerprint]) for f in changes.open_findings])
+        return run_id
+
+    def mark_notified(self, run_id: int, *, sent: Iterable[str], cleared: Iterable[str], errors: Iterable[str],
+                      now_s: float) -> None:
+        """After notifying: when each of ``sent`` was last sent, forget ``cleared`` (resolved), and keep the
+        failed notifications in the run's record. One short transaction."""
+        def work() -> None:
+            self._db.executemany("INSERT INTO notified VALUES (?, ?) ON CONFLICT (fingerprint) DO UPDATE SET "
+                                 "last_sent_s = excluded.last_sent_s", [(fp, now_s) for fp in sent])
+            self._db.executemany("DELETE FROM notified WHERE fingerprint = ?", [(fp,) for fp in cleared])
+            failed = list(errors)
+            if failed:
+                self._db.execute("UPDATE runs SET notify_errors = ? WHERE id = ?", (json.dumps(failed), run_id))
+
+        self._write(work)
+
+    # ------------------------------------------------------------------------------------ reading
+
+    def _past(self, count: int) -> tuple[PastRun, ...]:
+        rows = self._db.execute("SELECT id, started_at FROM runs ORDER BY id DESC LIMIT ?",
+                                (max(count, 1),)).fetchall()
+        return tuple(self._run(int(run_id), started_at) for run_id, started_at in reversed(rows))
+
+    def _run(self, run_id: int, started_at: str) -> PastRun:
+        status = dict(self._db.execute("SELECT host, status FROM hosts WHERE run_id = ?", (run_id,)).fetchall())
+        findings = tuple(
+            OpenFinding(fingerprint=fp, code=code, severity=Severity.from_label(sev), host=host, gpu=gpu,
+                        gpu_key=gpu_key, summary=summary, since=since, runs=runs, carried=bool(carried))
+            for fp, code, sev, host, gpu, gpu_key, summary, since, runs, carried in self._db.execute(
+                "SELECT fingerprint, code, severity, host, gpu_index, gpu_key, summary, since, runs, carried "
+                "FROM findings WHERE run_id = ? ORDER BY fingerprint", (run_id,)))
+        return PastRun(run_id=run_id, started_at=started_at, host_status=status, findings=findings)
+
+    def trend(self, host: str, gpu_key: str, reading: str, limit: int = 30) -> tuple[float | None, ...]:
+        """One reading of one GPU over its last ``limit`` recorded runs, oldest first (None: not reported)."""
+        if self.version() < 1:
+            return ()
+        rows = self._db.execute("SELECT readings FROM gpus WHERE host = ? AND gpu_key = ? ORDER BY run_id DESC "
+                                "LIMIT ?", (host, gpu_key, limit)).fetchall()
+        values = (json.loads(r[0]).get(reading) for r in reversed(rows))
+        return tuple(float(v) if isinstance(v, (int, float)) else None for v in values)
+
+    def last_sent(self) -> dict[str, float]:
+        """fingerprint → when it was last notified (seconds since the epoch)."""
+        if self.version() < 2:
+            return {}
+        return dict(self._db.execute("SELECT fingerprint, last_sent_s FROM notified").fetchall())
+
+    def run_count(self) -> int:
+        if self.version() < 1:
+            return 0
+        return int(self._db.execute("SELECT count(*) FROM runs").fetchone()[0])
+
+    def runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The last ``limit`` runs, newest first: id, started_at, exit_code, hosts, open findings, errors."""
+        if self.version() < HISTORY_SCHEMA:
+            return []
+        rows = self._db.execute(
+            "SELECT r.id, r.started_at, r.duration_s, r.exit_code, r.notify_errors, "
+            "(SELECT count(*) FROM hosts h WHERE h.run_id = r.id), "
+            "(SELECT count(*) FROM findings f WHERE f.run_id = r.id) FROM runs r ORDER BY r.id DESC LIMIT ?",
+            (limit,)).fetchall()
+        return [{"run": r[0], "started_at": r[1], "duration_s": r[2], "exit_code": r[3],
+                 "notify_errors": json.loads(r[4]) if r[4] else [], "hosts": r[5], "open_findings": r[6]}
+                for r in rows]
+
+    def gpu_rows(self, host: str, gpu: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+        """One host's (or one of its GPU's: an index, or a UUID) recorded readings and open findings, per run,
+        newest first."""
+        if self.version() < HISTORY_SCHEMA:
+            return []
+        query = ("SELECT r.id, r.started_at, h.status, g.gpu_key, g.gpu_index, g.readings FROM runs r "
+                 "JOIN hosts h ON h.run_id = r.id LEFT JOIN gpus g ON g.run_id = r.id AND g.host = h.host "
+                 "WHERE h.host = ?")
+        args: list[Any] = [host]
+        if gpu is not None:
+            query += " AND (CAST(g.gpu_index AS TEXT) = ? OR g.uuid = ? OR g.gpu_key = ?)"
+            args += [gpu, gpu, gpu]
+        query += " ORDER BY r.id DESC, g.gpu_index LIMIT ?"
+        args.append(limit)
+        out = []
+        for run_id, started_at, status, gpu_key, index, readings in self._db.execute(query, args).fetchall():
+            findings = [{"code": c, "severity": s, "state": st, "since": since, "runs": n}
+                        for c, s, st, since, n in self._db.execute(
+                            "SELECT code, severity, state, since, runs FROM findings WHERE run_id = ? AND host = ? "
+                            "AND (gpu_key = ? OR gpu_key = '-') ORDER BY code", (run_id, host, gpu_key or "-"))]
+            out.append({"run": run_id, "started_at": started_at, "status": status, "gpu_key": gpu_key,
+                        "gpu": index, "readings": json.loads(readings) if readings else None,
+                        "findings": findings})
+        return out
+
+
+def _translate(exc: sqlite3.OperationalError, path: Path, wait_s: float) -> HistoryError:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return HistoryLocked(f"history {path} is locked by another gpudiag run (waited {wait_s:g} s); "
+                             "this run was not recorded")
+    return HistoryError(f"history {path}: {text}")
+
+
+__all__ = ["HISTORY_SCHEMA", "MIGRATIONS", "ChangeState", "History", "HistoryError", "HistoryLocked",
+           "RecordedRun", "readings_json"]

@@ -1,0 +1,273 @@
+"""The scheduled audit: what ``gpudiag sweep`` does after the sweep when it runs from cron or a systemd timer.
+Records the run in the history, works out what changed, sends notifications that do not repeat, writes the
+Prometheus textfile and the report file. Prints nothing: :func:`audit` returns what the CLI should print on
+stdout and stderr and the exit code. The options are part of the sweep's typed request
+(``SweepRequest.audit``, checked by :func:`check` when the request is built, before any connection); the sweep
+command calls :func:`audit` at its end, after the Slurm drain step when Slurm gave the hosts, so that what is
+recorded and written carries each node's Slurm state and the report's ``slurm`` block.
+
+Order of a run: (1) one history transaction: compare with the last runs, record this one, prune; (2) the
+report text, the ``--output`` file and the ``--prom-file``; (3) notifications, then one short transaction
+that records what was sent and what failed. A failed notification is a line on stderr and in the run's record;
+the run is kept and the exit code still says the state of the cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from gpudiag.model import SweepReport
+from gpudiag.model.changes import ChangeSet, ChangeState, FindingChange, FlapRule
+from gpudiag.report import OutputFormat
+
+if TYPE_CHECKING:
+    from gpudiag.audit.history import History
+    from gpudiag.report.html import Trends
+
+EXIT_CANNOT_RUN = 3
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_UNIT_S = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+class ReportOutput(Protocol):
+    """How the report is printed: :class:`gpudiag.cli.request.OutputRequest` (not imported: the request imports
+    this module to check its audit options)."""
+
+    @property
+    def format(self) -> OutputFormat: ...
+    @property
+    def quiet(self) -> bool: ...
+    @property
+    def samples_detail(self) -> bool: ...
+    @property
+    def width(self) -> int: ...
+    @property
+    def fold(self) -> bool: ...
+
+
+class AuditConfigError(ValueError):
+    """Flags that cannot work together; the message is one line for the operator."""
+
+
+def parse_duration(text: str, flag: str = "--renotify") -> float:
+    """ "12h" → 43200.0 (s, m, h, d; a bare number is seconds); :class:`AuditConfigError` otherwise."""
+    match = _DURATION.match(text)
+    if not match or float(match.group(1)) <= 0:
+        raise AuditConfigError(f"{flag} {text}: expected a duration such as 90s, 30m, 12h or 2d")
+    return float(match.group(1)) * _UNIT_S[match.group(2)]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuditOptions:
+    """The scheduled-audit flags of ``gpudiag sweep``, parsed once."""
+
+    history: Path | None = None  # --history PATH
+    keep_days: float | None = None  # --keep-days N: prune runs older than this
+    lock_wait_s: float = 10.0  # --history-lock-wait S: then one line and exit 3
+    only_changes: bool = False  # --only-changes: print only new and resolved findings
+    flap: FlapRule = field(default_factory=FlapRule)  # --flap-changes K --flap-window M
+    notify_urls: tuple[str, ...] = ()  # --notify URL (repeatable)
+    notify_cmd: str | None = None  # --notify-cmd CMD (argv, no shell; JSON on stdin)
+    renotify_s: float | None = None  # --renotify 12h: send a finding still open again after this long
+    prom_file: Path | None = None  # --prom-file PATH
+    output: Path | None = None  # --output FILE: the report, any format
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuditOutcome:
+    """What the CLI prints and exits with."""
+
+    stdout: str  # empty: print nothing
+    stderr: tuple[str, ...] = ()
+    report_shown: bool = False  # stdout is the whole report (with the caller's ``tail``), not only the changes
+    exit_code: int = 0
+    run_id: int | None = None
+    changes: ChangeSet | None = None
+    notified: tuple[FindingChange, ...] = ()
+
+
+def check(options: AuditOptions, fmt: OutputFormat) -> None:
+    """Before the sweep: flags that cannot work raise :class:`AuditConfigError` (one line)."""
+    from gpudiag.audit.notify import NotifyConfigError, targets
+
+    needs_history = [flag for flag, used in (("--only-changes", options.only_changes),
+                                             ("--notify", bool(options.notify_urls)),
+                                             ("--notify-cmd", options.notify_cmd is not None),
+                                             ("--renotify", options.renotify_s is not None),
+                                             ("--keep-days", options.keep_days is not None)) if used]
+    if needs_history and options.history is None:
+        raise AuditConfigError(f"{needs_history[0]} needs --history PATH (it works from the recorded runs)")
+    if options.keep_days is not None and options.keep_days <= 0:
+        raise AuditConfigError(f"--keep-days {options.keep_days:g}: expected a number of days above 0")
+    if fmt is OutputFormat.HTML and options.output is None:
+        raise AuditConfigError("--format html writes a file: give --output FILE")
+    if options.prom_file is not None and options.prom_file.suffix != ".prom":
+        raise AuditConfigError(f"--prom-file {options.prom_file}: node_exporter reads only *.prom files")
+    try:
+        targets(options.notify_urls, options.notify_cmd)
+    except NotifyConfigError as exc:
+        raise AuditConfigError(str(exc)) from None
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``PATH.tmp.<pid>``, fsync, rename over ``path``: a reader sees the old file or the new one.
+    The folder is created when missing (a first run from cron)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
+    try:
+        with open(tmp, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def to_send(changes: ChangeSet, last_sent: dict[str, float], renotify_s: float | None,
+            now_s: float) -> tuple[tuple[FindingChange, ...], frozenset[str]]:
+    """(what to notify, the fingerprints among them sent again): new and resolved findings that do not flap,
+    one that started to flap, and an open one never sent or last sent ``renotify_s`` ago or more."""
+    announced = changes.announced
+    chosen = list(announced)
+    again = set()
+    for change in changes.findings:
+        if change in announced or change.state is ChangeState.RESOLVED or change.flapping:
+            continue
+        sent = last_sent.get(change.finding.fingerprint)
+        if sent is None or (renotify_s is not None and now_s - sent >= renotify_s):
+            chosen.append(change)
+            if sent is not None:
+                again.add(change.finding.fingerprint)
+    return tuple(chosen), frozenset(again)
+
+
+TREND_READINGS = ("utilization_pct", "power_pct_of_limit")  # the scatter's two axes, over time
+
+
+def _trends(report: SweepReport, history: History) -> Trends:
+    """Per GPU with a finding: the scatter's two readings over its recorded runs."""
+    from gpudiag.model.changes import gpu_keys
+
+    keys = gpu_keys(report)
+    flagged = {(f.host, f.gpu) for f in report.findings if f.gpu is not None and (f.host, f.gpu) in keys}
+    return {(host, index): tuple((name, history.trend(host, keys[(host, index)], name)) for name in TREND_READINGS)
+            for host, index in flagged}
+
+
+def _render(report: SweepReport, output: ReportOutput, changes: ChangeSet | None, run_id: int | None,
+            options: AuditOptions, color: bool, history: History | None = None,
+            extra: Mapping[str, object] | None = None, tail: str = "") -> str:
+    fmt = output.format
+    if fmt is OutputFormat.JSON:
+        from gpudiag.report.json_report import dumps, to_document
+
+        document = to_document(report, samples_detail=output.samples_detail)
+        if changes is not None:
+            from gpudiag.report.changes_report import annotate
+
+            document = annotate(document, report, changes, run_id)
+        document.update(extra or {})
+        return dumps(document)
+    if fmt is OutputFormat.HTML:
+        from gpudiag.report.html import render_html
+
+        return render_html(report, changes, _trends(report, history) if history is not None else None)
+    from gpudiag.report import render
+
+    # --quiet prints only the findings when something is wrong; a report written to --output stays whole.
+    text = render(report, fmt, color=color, width=output.width, fold=output.fold,
+                  findings_only=output.quiet and options.output is None) + (f"\n{tail}" if tail else "")
+    if changes is not None:
+        from gpudiag.report.changes_report import render_changes
+
+        said = render_changes(changes, options.flap)
+        text = text + ("\n\n" + said if said else "\n\nNo change since the last recorded run.")
+    return text
+
+
+def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, color: bool = False,
+          clock: Callable[[], float] = time.time, extra: Mapping[str, object] | None = None, tail: str = "",
+          loud: bool = False) -> AuditOutcome:
+    """After the sweep: record, compare, write, notify. Returns what to print and the exit code.
+
+    ``extra``: top-level keys added to the JSON document (the Slurm step's ``slurm`` block); ``tail``: lines
+    printed after the table (the Slurm states and actions); ``loud``: print the report even with ``--quiet``
+    when all is well (there were drain actions), unless it went to ``--output``."""
+    from gpudiag.audit.history import History, HistoryError
+    from gpudiag.audit.notify import send, targets
+
+    errors: list[str] = []
+    changes: ChangeSet | None = None
+    run_id = None
+    history = None
+    try:
+        if options.history is not None:
+            history = History.open(options.history, lock_wait_s=options.lock_wait_s)
+            recorded = history.record(report, flap=options.flap, keep_days=options.keep_days, now_s=clock())
+            changes, run_id = recorded.changes, recorded.run_id
+        text = _render(report, output, changes, run_id, options, color, history, extra, tail)
+        if options.output is not None:
+            write_atomic(options.output, text + "\n")
+        if options.prom_file is not None:
+            from gpudiag.report.prometheus import render_prometheus
+
+            write_atomic(options.prom_file, render_prometheus(report))
+        notified: tuple[FindingChange, ...] = ()
+        to = targets(options.notify_urls, options.notify_cmd)
+        if history is not None and changes is not None and to:
+            now = clock()
+            notified, again = to_send(changes, history.last_sent(), options.renotify_s, now)
+            if notified or changes.hosts:
+                from gpudiag.report.changes_report import changes_document
+
+                failed = send(changes_document(changes, notified, again), to)
+                errors.extend(failed)
+                sent = () if failed else [c.finding.fingerprint for c in notified
+                                           if c.state is not ChangeState.RESOLVED]
+                cleared = [c.finding.fingerprint for c in changes.findings if c.state is ChangeState.RESOLVED]
+                history.mark_notified(run_id or 0, sent=sent, cleared=cleared, errors=failed, now_s=now)
+    except HistoryError as exc:
+        return AuditOutcome(stdout="", stderr=(*errors, str(exc)), exit_code=EXIT_CANNOT_RUN)
+    except OSError as exc:
+        return AuditOutcome(stdout="", stderr=(*errors, f"cannot write {exc.filename}: {exc.strerror}"),
+                            exit_code=EXIT_CANNOT_RUN)
+    finally:
+        if history is not None:
+            history.close()
+    code = report.exit_code
+    shown = False
+    if options.only_changes:
+        stdout = _only_changes(changes, output.format, options) if changes is not None else ""
+    elif output.quiet and (options.output is not None or (code == 0 and not loud)):
+        stdout = ""
+    elif output.format is OutputFormat.HTML:
+        stdout = ""  # the page went to --output
+    else:
+        stdout, shown = text, True
+    return AuditOutcome(stdout=stdout, stderr=tuple(errors), exit_code=code, run_id=run_id, changes=changes,
+                        notified=notified, report_shown=shown)
+
+
+def _only_changes(changes: ChangeSet, fmt: OutputFormat, options: AuditOptions) -> str:
+    from gpudiag.report.changes_report import changes_document, render_changes
+
+    if fmt is OutputFormat.JSON:
+        if not changes.announced and not changes.hosts:
+            return ""
+        from gpudiag.report.json_report import dumps
+
+        return dumps(changes_document(changes, changes.announced))
+    return render_changes(changes, options.flap)

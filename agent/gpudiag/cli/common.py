@@ -1,0 +1,233 @@
+"""What the command modules (:mod:`.app`, :mod:`.logs_commands`, ...) share: the "cannot run" exit, the one-line
+failure, the event loop, and carrying out a :class:`~gpudiag.cli.request.SweepRequest`.
+
+Both command modules import this one and it imports neither, so the command layer has no import cycle.
+Like them it imports the layers below only where they are used, so that ``gpudiag --help`` starts fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import signal
+import sys
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import typer
+
+from gpudiag.model.choices import EventLoop
+from gpudiag.report import OutputFormat
+
+if TYPE_CHECKING:
+    from gpudiag.cli.request import HostSelection, OutputRequest, SelectedHosts, SweepRequest
+    from gpudiag.model import SweepReport
+    from gpudiag.sweep.runner import SweepObserver
+
+T = TypeVar("T")
+
+EXIT_CANNOT_RUN = 3
+PIPE_WIDTH = 160  # a report to a pipe or a file: wide enough that a table row is one line for grep
+MIN_WIDTH = 40  # narrower than this, no layout reads well: the lines wrap in the terminal instead
+
+
+# The global --event-loop option, set once per invocation by the app's callback before any command runs.
+_event_loop = [EventLoop.ASYNCIO]
+
+
+def use_event_loop(loop: EventLoop) -> None:
+    """Run every later :func:`run_async` on ``loop``."""
+    _event_loop[0] = loop
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on the chosen event loop; uvloop falls back to asyncio, saying so, when not installed."""
+    if _event_loop[0] is EventLoop.UVLOOP:
+        try:
+            import uvloop
+        except ImportError:
+            typer.echo("gpudiag: uvloop is not installed; using asyncio", err=True)
+        else:
+            loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+            try:
+                asyncio.set_event_loop(loop)
+                return loop.run_until_complete(coro)
+            finally:
+                asyncio.set_event_loop(None)
+                loop.close()
+    return asyncio.run(coro)
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _say(line: str) -> None:
+    typer.echo(f"gpudiag: {line}", err=True)
+
+
+async def until_signal(start: Callable[[asyncio.Event], Coroutine[Any, Any, T]], stopped_by: list[str], *,
+                       say: Callable[[str], None] = _say) -> T:
+    """Run ``start(stop)``; the first SIGINT or SIGTERM sets ``stop`` (the sweep cancels what is in flight and
+    reports what finished) and puts its name in ``stopped_by``, a second one exits at once with no report.
+    ``say`` prints a line on stderr (through the progress display while one is shown).
+    Where the loop cannot watch signals (not the main thread), it runs as is."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def on_signal(signum: int) -> None:
+        if stop.is_set():
+            _exit_at_once(signum)
+        stopped_by.append(signal.Signals(signum).name)
+        say(f"{stopped_by[0]}: stopping; reporting what finished (again: exit now)")  # fits 80 columns
+        stop.set()
+
+    watched = []
+    try:
+        for signum in _STOP_SIGNALS:
+            loop.add_signal_handler(signum, on_signal, signum)
+            watched.append(signum)
+    except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here
+        pass
+    try:
+        return await start(stop)
+    finally:
+        for signum in watched:
+            loop.remove_signal_handler(signum)
+            if stop.is_set():  # while the report of what finished is written, another signal still exits at once
+                signal.signal(signum, lambda number, _frame: _exit_at_once(number))
+
+
+def _exit_at_once(signum: int) -> None:
+    """The second signal: exit now, with no report (the nodes end their collectors when the connections drop).
+    On a terminal the progress display, when one is shown, is erased first."""
+    progress = sys.modules.get("gpudiag.cli.progress")  # not imported: no display was ever shown
+    clear = progress.erase_sequence().encode() if progress is not None and os.isatty(2) else b""
+    os.write(2, clear + b"gpudiag: interrupted again; exiting without a report\n")
+    os._exit(128 + signum)
+
+
+def fail(message: str) -> typer.Exit:
+    """Print ``message`` as gpudiag's one line on stderr; the exit to raise (code 3: cannot run)."""
+    typer.echo(f"gpudiag: {message}", err=True)
+    return typer.Exit(EXIT_CANNOT_RUN)
+
+
+def configuration_errors() -> tuple[type[Exception], ...]:
+    """The exceptions that mean "the configuration is wrong" (one line, exit 3), imported on use."""
+    from gpudiag.sources.inventory import InventoryError
+    from gpudiag.transport.base import KeyLoadError
+
+    # ValueError covers the rest: RequestError, SettingsError, ShardError, LogConfigError, PackError.
+    return InventoryError, KeyLoadError, ValueError
+
+
+def selected_hosts(selection: HostSelection) -> SelectedHosts:
+    """:func:`gpudiag.cli.request.select_hosts`, saying on stderr what an inventory not in gpudiag's format (an
+    Ansible one) was read as."""
+    from gpudiag.cli.request import select_hosts
+
+    selected = select_hosts(selection)
+    if selected.read_as:
+        typer.echo(f"gpudiag: {selected.read_as}", err=True)
+    return selected
+
+
+def sweep_report(request: SweepRequest, *, no_hosts: str = "no hosts given") -> SweepReport:
+    """Carry out ``request``: the demo cluster, or the hosts it selects (none: :class:`RequestError` with
+    ``no_hosts``, unless a shard came out empty). Configuration errors raise before any connection."""
+    from gpudiag.cli.request import RequestError, prepare_demo
+
+    if request.demo:
+        from gpudiag.demo.demo import sweep_demo
+
+        options, planner, nodes = prepare_demo(request)
+        return _until_stopped(request.output, len(nodes), lambda stop, observer, _say: sweep_demo(
+            options, planner=planner, nodes=nodes, connect_timeout_s=request.ssh.connect_timeout_s, stop=stop,
+            observer=observer))
+    selected = selected_hosts(request.hosts)
+    if not selected.hosts and request.hosts.shard is None:
+        raise RequestError(no_hosts)
+    return sweep_selected(request, selected)
+
+
+def sweep_selected(request: SweepRequest, selected: SelectedHosts) -> SweepReport:
+    """Sweep the ``selected`` hosts as ``request`` asks (its own host selection is not read again): in this
+    process, or in ``--workers`` processes merged into one report; the live progress follows either."""
+    from gpudiag.cli.request import prepare
+    from gpudiag.sweep.runner import sweep
+    from gpudiag.sweep.workers import resolve_workers, sweep_in_workers
+    from gpudiag.transport.build import open_transport
+
+    prepared = prepare(request, selected)
+    workers = resolve_workers(request.workers, len(prepared.hosts))
+
+    def start(stop: asyncio.Event, observer: SweepObserver | None,
+              say: Callable[[str], None]) -> Coroutine[Any, Any, SweepReport]:
+        if workers > 1:
+            return sweep_in_workers(prepared.hosts, prepared.options, prepared.plans, request.ssh, workers,
+                                    stop=stop, observer=observer, on_note=say,
+                                    uvloop=_event_loop[0] is EventLoop.UVLOOP)
+        return sweep(prepared.hosts, open_transport(prepared.ssh), prepared.options, plans=prepared.plans, stop=stop,
+                     on_note=say, observer=observer)
+
+    # A lowered window (the open-file limit cannot hold the fan-out) is said once, before any connection.
+    # SIGINT/SIGTERM stop it: the report then holds what finished, the rest cancelled, and says which signal.
+    return _until_stopped(request.output, len(prepared.hosts), start)
+
+
+def _until_stopped(output: OutputRequest, total: int | None, start: Callable[
+        [asyncio.Event, SweepObserver | None, Callable[[str], None]], Coroutine[Any, Any, SweepReport]]) -> SweepReport:
+    """Run the sweep ``start(stop, observer, say)`` until it ends or SIGINT/SIGTERM stops it (the report then
+    says which signal), with the live progress on stderr when ``output`` asks for it: erased before the
+    report is printed, on Ctrl-C too. ``say`` prints a line on stderr above the progress."""
+    stopped_by: list[str] = []
+    if not output.progress:
+        report = run_async(until_signal(lambda stop: start(stop, None, _say), stopped_by))
+    else:
+        from gpudiag.cli.progress import SweepProgress
+
+        with SweepProgress.on_stderr(total) as progress:
+            def say(line: str) -> None:
+                progress.say(f"gpudiag: {line}")
+
+            report = run_async(until_signal(lambda stop: start(stop, progress, say), stopped_by, say=say))
+    return dataclasses.replace(report, stopped_by=stopped_by[0]) if stopped_by else report
+
+
+def terminal_width() -> int:
+    """The report's width: on a terminal, ``COLUMNS`` when set (as ``ls`` and rich read it), else the
+    terminal's own width; to a pipe or a file :data:`PIPE_WIDTH` whatever ``COLUMNS`` says (a stray one in
+    the environment would cut the lines that scripts and grep read)."""
+    if not sys.stdout.isatty():
+        return PIPE_WIDTH
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return max(int(columns), MIN_WIDTH)
+    with contextlib.suppress(OSError):
+        return max(os.get_terminal_size(sys.stdout.fileno()).columns, MIN_WIDTH)
+    return PIPE_WIDTH
+
+
+def output_request(fmt: OutputFormat, *, quiet: bool = False, samples_detail: bool = False, fold: bool = True,
+                   progress: bool | None = None) -> OutputRequest:
+    """The :class:`OutputRequest` for these flags on this terminal: its width, and progress (``--progress`` /
+    ``--no-progress``, else shown when stdout and stderr are both a terminal and not ``--quiet``: never on
+    a pipe, where it would garble ``less``, nor for cron)."""
+    from gpudiag.cli.request import OutputRequest
+
+    if progress is None:
+        progress = not quiet and sys.stdout.isatty() and sys.stderr.isatty()
+    return OutputRequest(format=fmt, quiet=quiet, samples_detail=samples_detail, width=terminal_width(), fold=fold,
+                         progress=progress)
+
+
+def render_report(report: SweepReport, output: OutputRequest, *, color: bool = False) -> str:
+    """``report`` as the text ``output`` asks for."""
+    from gpudiag.report import render
+
+    if output.format is OutputFormat.TABLE:
+        return render(report, output.format, color=color, width=output.width, fold=output.fold,
+                      findings_only=output.quiet)
+    return render(report, output.format, samples_detail=output.samples_detail)

@@ -1,0 +1,125 @@
+"""The one command line a node runs: the collector, wrapped in ``timeout``, every argument quoted.
+
+The node's sshd hands the line to the user's shell, so everything variable in it goes through
+``shlex.quote``; the Python collector itself travels on stdin (a short loader given to ``python3 -c``
+reads exactly the bundle's bytes). When the node has no python3 the POSIX-shell collector runs instead;
+it receives the field table as quoted arguments. ``timeout`` (coreutils) ends the whole remote process
+group at the deadline; a one-shot collector's group also ends at once when its channel closes (the sweep was
+cancelled, gpudiag was killed, the connection dropped): sshd sends a pty-less session no signal, so the node
+watches its stdin, which the client keeps open until the end. A streaming collector (``gpudiag watch``)
+outlives one round, so it bounds each round itself.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from gpudiag.collect.bundle import bundle, fallback_source
+from gpudiag.model.choices import Source
+from gpudiag_node.readings import smi_fields
+
+# Exit statuses of `timeout`: 124 after TERM at the deadline, 137 when the -k KILL was needed.
+TIMEOUT_EXIT_STATUSES = (124, 137)
+KILL_AFTER_S = 3
+
+# $1: the loader, $2: the deadline of the shell fallback ("" when `timeout` already wraps everything),
+# $3: the shell collector, $4 samples, $5 interval, $6... the field table. python3 runs the loader, which
+# reads exactly the bundle (collector, configuration, NVML binding) from stdin and runs it, so stdin stays
+# open for a streaming collector's requests. -I: nothing from the node's environment or home folder (a
+# json.py there, PYTHONPATH) is imported in place of the standard library; -S: no site-packages, which the
+# bundle does not need (and 2 ms less start-up). Without python3, the shell collector runs; one-shot, beside a
+# watcher that ends the process group when stdin ends, as the Python loader's thread does (_WATCHED_LOADER).
+_DISPATCH = (
+    'loader=$1; limit=$2; shift 2; '
+    'if command -v python3 >/dev/null 2>&1; then exec python3 -I -S -c "$loader"; fi; '
+    'script=$1; shift; '
+    'if [ -n "$limit" ]; then exec timeout -k ' + str(KILL_AFTER_S) + ' "$limit" sh -c "$script" gpudiag "$@"; fi; '
+    'exec 3<&0 </dev/null; (cat <&3 >/dev/null; kill -9 0) >/dev/null 2>&1 & '
+    'exec sh -c "$script" gpudiag "$@" 3<&-'
+)
+_LOADER = "import sys;exec(compile(sys.stdin.buffer.read(%d),'<gpudiag>','exec'))"
+# One-shot: the same, and a thread that reads stdin to its end and then SIGKILLs the process group. The client
+# keeps stdin open until the command ends, so its end means the channel closed (a cancelled sweep, a cut, a
+# dropped connection, a killed gpudiag): sshd closes the command's stdin then, but sends no signal to a session
+# without a pty, and `timeout` would let a hung nvidia-smi run on to the deadline. The group is the one
+# `timeout` leads (or, when `timeout` is the session leader, the session's): the collector, its nvidia-smi and
+# log scan, `timeout` itself; never anything outside the command. Works with every OpenSSH, unlike the
+# protocol's "signal" request (sshd >= 8.1 only).
+_WATCHED_LOADER = ("import os,sys,threading;b=sys.stdin.buffer.read(%d);threading.Thread(target=lambda:"
+                   "(all(iter(lambda:os.read(0,65536),b'')),os.killpg(0,9)),daemon=True).start();"
+                   "exec(compile(b,'<gpudiag>','exec'))")
+
+
+def call_bound_s(deadline_s: float, samples: int, interval_s: float) -> float:
+    """How long one call on the node (an nvidia-smi, the NVML reader past its sampling window) may take before
+    it is killed and reported as hung: half of what the deadline leaves beside the sampling window. The
+    sampling stops at a hung call, so the window, one hung call and the trip home fit inside the deadline and
+    the host answers "ok, gpus: hung" instead of timing out; half, not less, so that a slow but working
+    nvidia-smi on a loaded node (seconds) is not called hung. At least 1 s (a real one takes ~0.1-1 s)."""
+    return round(max(1.0, (deadline_s - samples * interval_s) / 2), 1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollectorCall:
+    """The command line and stdin for one collection."""
+
+    command: str
+    stdin: bytes
+    # The node ends the command when its stdin ends: the transport keeps stdin open until the command ends.
+    ends_with_stdin: bool = False
+
+
+def collector_call(*, samples: int, interval_s: float, deadline_s: float, source: Source = Source.AUTO,
+                   logs: Sequence[Mapping[str, object]] = (), context: bool = False,
+                   gpus: bool = True, topology_if: Mapping[str, float] | None = None,
+                   stream: bool = False, idle_s: float | None = None,
+                   discover_logs: Mapping[str, object] | None = None, processes: bool = True) -> CollectorCall:
+    """Build the remote command that collects ``samples`` readings ``interval_s`` apart.
+
+    ``source``: see :class:`Source` (its value as a plain string is accepted too). ``logs``: log sources to scan
+    (``LogPlan.node_config()``), ``context``: read the topology and virtualization, ``gpus``: read the GPUs,
+    ``topology_if``: {"busy_pct", "low_power_pct"}: read the topology only when a GPU read busy at low power.
+    ``stream``: the collector stays and answers one round per line on its stdin (gpudiag watch), and leaves
+    when no line came for ``idle_s`` (a reset connection leaves its stdin open until TCP gives up, hours later).
+    All of it travels as data inside the bundle, never in the command line. The shell collector can do
+    none of it: it says so in the document's problems when logs were asked for.
+    """
+    try:
+        source = Source(source)
+    except ValueError:
+        raise ValueError(f"unknown source {source!r} (known: {', '.join(s.value for s in Source)})") from None
+    fields = [f"{logical}={'|'.join(names)}" for logical, names in smi_fields()]
+    notes = ["@note=the logs were not scanned: the log scan needs python3, which this node lacks"] if logs else []
+    deadline = f"{max(1, round(deadline_s))}"
+    bound = call_bound_s(deadline_s, samples, interval_s)
+    config: dict[str, object] = {"samples": samples, "interval_s": interval_s, "source": source.value,
+                                 "call_timeout_s": bound}
+    if logs:
+        config["logs"] = [dict(s) for s in logs]
+    if not processes:  # who is on the GPUs, and GPM (read only for GPUs with processes): off
+        config["processes"] = False
+    if discover_logs and gpus and processes:  # servers' logs found through the GPUs' processes (their stdout, stderr)
+        config["discover_logs"] = dict(discover_logs)
+    if context:
+        config["context"] = True
+        if topology_if is not None:
+            config["topology_if"] = dict(topology_if)
+    if not gpus:
+        config.update(gpus=False, dcgm=False)
+    if stream:
+        config.update(stream=True, round_deadline_s=max(1.0, deadline_s))
+        if idle_s is not None:
+            config["idle_s"] = max(1.0, idle_s)
+    script = bundle(config, with_nvml=source is not Source.NVIDIA_SMI)
+    # One-shot: `timeout` ends the whole remote process group at the deadline. Streaming: the collector
+    # lives as long as the connection and bounds each round itself; only the shell fallback gets `timeout`.
+    wrapper = [] if stream else ["timeout", "-k", str(KILL_AFTER_S), deadline]
+    loader = _LOADER if stream else _WATCHED_LOADER
+    args = [loader % len(script), deadline if stream else "", fallback_source(), str(samples), f"{interval_s:g}",
+            f"@bound={bound:g}", *notes, *fields]
+    command = " ".join([*wrapper, "sh", "-c", shlex.quote(_DISPATCH), "gpudiag", *(shlex.quote(a) for a in args)])
+    # A streaming collector answers one round per line: the first line rides along with the bundle, so a
+    # transport that runs it once (and closes stdin) gets one document, as from a one-shot collector.
+    return CollectorCall(command=command, stdin=script + (b"\n" if stream else b""), ends_with_stdin=not stream)

@@ -1,0 +1,313 @@
+"""``gpudiag sweep --demo``: a small simulated cluster served by an in-process SSH server on loopback.
+
+Every demo host is a real SSH endpoint (asyncssh server on 127.0.0.1, one port per host, throwaway host
+and client keys, a known_hosts that trusts exactly those keys), and each runs the real collector in a
+real ``sh`` whose PATH holds the fake ``nvidia-smi`` (and ``systemd-detect-virt``) playing that host's
+scenario. So the demo goes through the real code path - transport, host-key check, collector, log scan,
+parser, checks, report - with no GPU. The case-study node serves a GLM-5 SGLang log and the spare node a
+kernel log with an Xid (:mod:`gpudiag.demo.demo_logs`), read by the node-side scanner like any log.
+One host is an address where nothing listens: the unreachable node.
+
+What each node is lives in one place, :data:`DEMO_NODES` (:class:`DemoNode`): its name, scenario, kernel,
+whether it is a VM (the case-study node is a KVM guest; the H200s are bare metal) and its DMI names. The
+collector runs on this machine, so what it reads from the operating system itself (the hostname, the kernel,
+the CPU's hypervisor flag, /sys/class/dmi) is this machine's: the demo's server replaces those facts in each
+document the node prints with the node's own, so no simulated node shows the laptop it runs on.
+
+The demo honours the sweep's options that apply to it: targets, ``--limit``, ``--exclude`` and ``--shard``
+pick among its hosts (:func:`select_demo_nodes`), the thresholds, samples, interval, timeouts and logs apply
+as to any sweep; ``gpudiag watch --demo`` keeps connections to it (:func:`watch_demo`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import socket
+import stat
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import asyncssh
+
+from gpudiag.demo.demo_logs import write_demo_logs
+from gpudiag.demo.proc_table import scenario_processes, write_proc_table
+from gpudiag.model import Host, SweepReport
+
+if TYPE_CHECKING:
+    from gpudiag.logs.plan import Planner
+    from gpudiag.sweep.runner import SweepObserver, SweepOptions
+    from gpudiag.sweep.watch import Changes
+    from gpudiag.transport.ssh import SshTransport
+
+HERE = Path(__file__).resolve().parent
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DemoNode:
+    """One simulated node, all of it: add a fact here (and where the node shows it), never beside it."""
+
+    name: str  # the host name in the report, and the node's hostname
+    scenario: str | None  # the fake nvidia-smi's scenario (agent/gpudiag/demo/scenarios); None: nothing listens
+    description: str = ""
+    kernel: str = "6.8.0-60-generic"  # uname -r
+    vm: str = "none"  # systemd-detect-virt --vm: "kvm" for a KVM guest, "none" on bare metal
+    dmi_sys_vendor: str = "Supermicro"  # /sys/class/dmi/id: an HGX H200 server by default
+    dmi_product_name: str = "SYS-821GE-TNHR"
+    env: Mapping[str, str] = field(default_factory=dict)  # more of what the node's processes see
+
+    @property
+    def hypervisor_flag(self) -> bool:
+        """The CPU flag a guest's /proc/cpuinfo shows."""
+        return self.vm != "none"
+
+
+DEMO_NODES: tuple[DemoNode, ...] = (
+    # The case study: 8x RTX PRO 6000 Blackwell in a KVM guest, 100% busy at ~330 of 600 W, its SGLang server
+    # on the GPUs (a process table: pid, job, and its stdout, the log gpudiag finds by itself).
+    DemoNode(name="sglang-glm5", scenario="case_study_server", description="the case study (KVM guest)",
+             kernel="5.15.0-139-generic", vm="kvm", dmi_sys_vendor="QEMU",
+             dmi_product_name="Standard PC (Q35 + ICH9, 2009)"),
+    DemoNode(name="train-h200-01", scenario="healthy"),
+    DemoNode(name="infer-h200-02", scenario="bandwidth_bound"),
+    DemoNode(name="spare-h200-03", scenario="idle"),
+    DemoNode(name="train-h200-04", scenario="power_reduced"),
+    DemoNode(name="train-h200-05", scenario=None, description="unreachable"),
+)
+
+
+class DemoSelectionError(ValueError):
+    """Targets or --limit that name no demo host; one line that lists the demo's hosts."""
+
+
+def select_demo_nodes(targets: Sequence[str] = (), limit: Sequence[str] = (), exclude: Sequence[str] = (),
+                      shard: tuple[int, int] | None = None,
+                      nodes: Sequence[DemoNode] = DEMO_NODES) -> tuple[DemoNode, ...]:
+    """The demo nodes that targets (names or patterns of demo hosts), ``--limit``, ``--exclude`` and ``--shard``
+    pick, in the demo's order, as they pick among an inventory's hosts."""
+    from gpudiag.sources.hostlist import fold
+    from gpudiag.sources.inventory import InventoryError, select
+    from gpudiag.sources.targets import expand_target
+    from gpudiag.sweep.shard import select_shard
+
+    known = {node.name: node for node in nodes}
+    hosts = [Host(name=node.name) for node in nodes]
+    listing = fold(known)
+    if targets:
+        wanted: set[str] = set()
+        for word in targets:
+            names = expand_target(word)
+            unknown = [n for n in names if n not in known]
+            if unknown:
+                raise DemoSelectionError(f"{word}: not a demo host (the demo's hosts: {listing})")
+            wanted.update(names)
+        hosts = [h for h in hosts if h.name in wanted]
+    try:
+        chosen = select(hosts, limit, exclude)
+    except InventoryError as exc:
+        raise DemoSelectionError(f"{exc} (the demo's hosts: {listing})") from None
+    if not chosen:
+        raise DemoSelectionError(f"--exclude leaves no demo host (the demo's hosts: {listing})")
+    if shard is not None:
+        chosen = select_shard(chosen, *shard)
+    return tuple(known[h.name] for h in chosen)
+
+
+def as_node(line: bytes, node: DemoNode) -> bytes:
+    """A document the collector printed (one line), with what it read from this machine's operating system
+    replaced by the node's own: hostname, kernel, the CPU's hypervisor flag, the DMI names. Any other line
+    passes as it is."""
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        return line
+    if not isinstance(doc, dict):
+        return line
+    if isinstance(doc.get("host"), dict):
+        doc["host"].update(hostname=node.name, kernel=node.kernel)
+    if isinstance(doc.get("context"), dict):
+        doc["context"].update(hypervisor_flag=node.hypervisor_flag,
+                              dmi={"product_name": node.dmi_product_name, "sys_vendor": node.dmi_sys_vendor})
+    return json.dumps(doc, separators=(",", ":")).encode() + b"\n"
+
+
+@dataclass(frozen=True, slots=True)
+class DemoCluster:
+    """A running demo cluster: its hosts and the files a client needs to reach them."""
+
+    hosts: tuple[Host, ...]
+    known_hosts: str
+    client_key: str
+
+
+def _free_port() -> int:
+    """A loopback port where nothing listens (for the unreachable node)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _install_stub(bin_dir: Path) -> None:
+    """Copy the fake nvidia-smi into ``bin_dir`` (also as ``systemd-detect-virt``), run by this interpreter."""
+    source = (HERE / "fake_nvidia_smi").read_text()
+    body = source.split("\n", 1)[1] if source.startswith("#!") else source
+    for name in ("nvidia-smi", "systemd-detect-virt"):  # the same stub answers both, by the name it runs under
+        target = bin_dir / name
+        target.write_text(f"#!{sys.executable}\n{body}")
+        target.chmod(target.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    scenarios = HERE / "scenarios"
+    if scenarios.is_dir():
+        shutil.copytree(scenarios, bin_dir / "scenarios", dirs_exist_ok=True)
+
+
+class _NodeServer(asyncssh.SSHServer):
+    """Accepts only the demo's client key (set through authorized_client_keys)."""
+
+    def begin_auth(self, username: str) -> bool:
+        return True
+
+
+# A document is one line, up to the transport's output bound (a node's raw samples with --samples-detail).
+_LINE_LIMIT = 64 * 1024 * 1024
+
+
+async def _feed(process: asyncssh.SSHServerProcess[bytes], stdin: asyncio.StreamWriter) -> None:
+    """The channel's input to the collector's stdin, and its end when the channel ends (the client closed it,
+    or went away): a streaming collector then leaves, as it does behind a real sshd."""
+    try:
+        while data := await process.stdin.read(65536):
+            stdin.write(data)
+            await stdin.drain()
+    except (OSError, asyncssh.Error):
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            stdin.close()
+
+
+def _exec_handler(node: DemoNode, bin_dir: Path, port: int, proc_root: Path | None = None
+                  ) -> Callable[[asyncssh.SSHServerProcess[bytes]], Awaitable[None]]:
+    async def handle(process: asyncssh.SSHServerProcess[bytes]) -> None:
+        env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
+                   GPUDIAG_FAKE_SCENARIO=str(node.scenario), GPUDIAG_FAKE_VIRT=node.vm,
+                   SSH_CONNECTION=f"127.0.0.1 0 127.0.0.1 {port}", **node.env)
+        if proc_root is not None:  # the scenario's processes (its server's stdout: a log found by itself)
+            env["GPUDIAG_PROC_ROOT"] = str(proc_root)
+        command = process.command or "true"
+        # A session of its own, as sshd gives each command: the collector ends its process group when its
+        # stdin ends (a closed channel), which must not be gpudiag's.
+        proc = await asyncio.create_subprocess_exec(
+            "sh", "-c", command, env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, limit=_LINE_LIMIT, start_new_session=True)
+        assert proc.stdin is not None and proc.stdout is not None
+        await process.redirect(stderr=proc.stderr)
+        feeding = asyncio.ensure_future(_feed(process, proc.stdin))
+        # Line by line (a streaming collector answers one document per refresh), each as the node prints it.
+        try:
+            while line := await proc.stdout.readline():
+                process.stdout.write(as_node(line, node))
+                await process.stdout.drain()
+        except (OSError, asyncssh.Error):  # the client left mid-answer
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+        finally:
+            code = await proc.wait()
+            feeding.cancel()
+            with contextlib.suppress(OSError, asyncssh.Error):
+                process.exit(code)
+            await process.wait_closed()  # runs asyncssh's cleanup of the redirected pipe
+
+    return handle
+
+
+@contextlib.asynccontextmanager
+async def demo_cluster(nodes: Sequence[DemoNode] = DEMO_NODES) -> AsyncIterator[DemoCluster]:
+    """Start the SSH servers of ``nodes``; stop them and remove the throwaway files on exit."""
+    with tempfile.TemporaryDirectory(prefix="gpudiag-demo-") as tmp:
+        root = Path(tmp)
+        bin_dir = root / "bin"
+        bin_dir.mkdir()
+        _install_stub(bin_dir)
+        host_key = asyncssh.generate_private_key("ssh-ed25519")
+        client_key = asyncssh.generate_private_key("ssh-ed25519")
+        client_key_path = root / "client_ed25519"
+        client_key.write_private_key(str(client_key_path))
+        authorized = asyncssh.import_authorized_keys(client_key.export_public_key().decode())
+        servers: list[asyncssh.SSHAcceptor] = []
+        hosts: list[Host] = []
+        known_lines: list[str] = []
+        known_hosts = root / "known_hosts"
+        user = os.environ.get("USER") or "gpudiag"
+
+        logs = write_demo_logs(root)
+
+        def host(name: str, port: int) -> Host:
+            return Host(name=name, address="127.0.0.1", port=port, user=user,
+                        identity_file=str(client_key_path), known_hosts=str(known_hosts), logs=logs.get(name, ()))
+
+        try:
+            for node in nodes:
+                port = _free_port()
+                if node.scenario is not None:
+                    procs = scenario_processes(node.scenario)
+                    proc_root = write_proc_table(root / "proc" / node.name, procs, root) if procs else None
+                    server = await asyncssh.create_server(
+                        _NodeServer, "127.0.0.1", port, server_host_keys=[host_key],
+                        authorized_client_keys=authorized,
+                        process_factory=_exec_handler(node, bin_dir, port, proc_root), encoding=None)
+                    servers.append(server)
+                    known_lines.append(f"[127.0.0.1]:{port} {host_key.export_public_key().decode().strip()}")
+                hosts.append(host(node.name, port))  # no server: the unreachable node
+            known_hosts.write_text("\n".join(known_lines) + "\n")
+            yield DemoCluster(hosts=tuple(hosts), known_hosts=str(known_hosts),
+                              client_key=str(client_key_path))
+        finally:
+            for server in servers:
+                server.close()
+                await server.wait_closed()
+
+
+def _transport(cluster: DemoCluster, connect_timeout_s: float, *, keep_connections: bool = False) -> SshTransport:
+    from gpudiag.transport.ssh import SshOptions, SshTransport
+
+    return SshTransport(SshOptions(connect_timeout_s=connect_timeout_s, known_hosts=(cluster.known_hosts,),
+                                   ssh_config=[], keep_connections=keep_connections))
+
+
+async def sweep_demo(options: SweepOptions, *, planner: Planner | None = None, connect_timeout_s: float = 3.0,
+                     nodes: Sequence[DemoNode] = DEMO_NODES, stop: asyncio.Event | None = None,
+                     observer: SweepObserver | None = None) -> SweepReport:
+    """Start the demo cluster (``nodes`` of it) and sweep it with ``options`` through the real SSH transport.
+
+    ``planner``: the log planner for ``options.logs`` that the caller built, and so checked (``--pack``,
+    ``--signature``), before the cluster started; each demo host's plan is built from it once. Built here
+    when not given. ``stop``, ``observer``: as for :func:`gpudiag.sweep.runner.sweep` (SIGINT: report what finished;
+    live progress)."""
+    from gpudiag.logs.plan import Planner
+    from gpudiag.sweep.runner import sweep
+
+    planner = planner or Planner(options.logs)
+    async with demo_cluster(nodes) as cluster:
+        plans = {host.name: planner.plan(host) for host in cluster.hosts}
+        return await sweep(cluster.hosts, _transport(cluster, connect_timeout_s), options, plans=plans, stop=stop,
+                           observer=observer)
+
+
+async def watch_demo(options: SweepOptions, *, every_s: float, count: int,
+                     on_refresh: Callable[[int, SweepReport, Changes], None], planner: Planner | None = None,
+                     connect_timeout_s: float = 3.0, nodes: Sequence[DemoNode] = DEMO_NODES) -> SweepReport | None:
+    """``gpudiag watch --demo``: the demo cluster, watched as any hosts are (kept connections and collectors)."""
+    from gpudiag.logs.plan import Planner
+    from gpudiag.sweep.watch import watch
+
+    planner = planner or Planner(options.logs)
+    async with demo_cluster(nodes) as cluster:
+        plans = {host.name: planner.plan(host) for host in cluster.hosts}
+        return await watch(cluster.hosts, _transport(cluster, connect_timeout_s, keep_connections=True), options,
+                           every_s=every_s, count=count, on_refresh=on_refresh, plans=plans)

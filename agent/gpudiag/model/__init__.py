@@ -1,0 +1,96 @@
+"""The values gpudiag passes between its layers: hosts, readings, findings, reports.
+
+Standard library only, importable by every layer. Every value is a frozen dataclass;
+units are in the names; ``None`` means "not reported" (never 0, never a sentinel string).
+
+The values live in one module each by meaning (:mod:`.status`, :mod:`.hosts`, :mod:`.gpu`, :mod:`.logs`,
+:mod:`.node`, :mod:`.report`); this package re-exports them, so a layer says ``from gpudiag.model import Finding``.
+"""
+
+from gpudiag.model.gpu import (
+    CLOCK_EVENT_REASONS,
+    GpuReading,
+    GpuSample,
+    Power,
+    PowerSource,
+    decode_reasons,
+    reasons_mask,
+)
+from gpudiag.model.hosts import (
+    Host,
+)
+from gpudiag.model.logs import (
+    FactValue,
+    LogLine,
+    LogMatch,
+    LogScan,
+    LogStatus,
+    ServerFacts,
+)
+from gpudiag.model.node import (
+    PCIE_LINKS,
+    VM_DMI_NAMES,
+    GpuLink,
+    GpuProcess,
+    HungCall,
+    NodeContext,
+    NodeReadings,
+    link_names,
+)
+from gpudiag.model.report import (
+    PROBE_SCHEMA,
+    STOP_EXIT_CODES,
+    SWEEP_SCHEMA,
+    SWEEP_SCHEMAS_READ,
+    Finding,
+    HostReport,
+    RemoteResult,
+    SweepReport,
+    host_status_label,
+)
+from gpudiag.model.status import (
+    HostStatus,
+    Severity,
+    SmiStatus,
+    UnreachableReason,
+    worst,
+)
+
+__all__ = [
+    "CLOCK_EVENT_REASONS",
+    "FactValue",
+    "Finding",
+    "GpuLink",
+    "GpuProcess",
+    "GpuReading",
+    "GpuSample",
+    "Host",
+    "HostReport",
+    "HostStatus",
+    "HungCall",
+    "LogLine",
+    "LogMatch",
+    "LogScan",
+    "LogStatus",
+    "NodeContext",
+    "NodeReadings",
+    "PCIE_LINKS",
+    "PROBE_SCHEMA",
+    "Power",
+    "PowerSource",
+    "RemoteResult",
+    "STOP_EXIT_CODES",
+    "SWEEP_SCHEMA",
+    "SWEEP_SCHEMAS_READ",
+    "ServerFacts",
+    "Severity",
+    "SmiStatus",
+    "SweepReport",
+    "UnreachableReason",
+    "VM_DMI_NAMES",
+    "decode_reasons",
+    "host_status_label",
+    "link_names",
+    "reasons_mask",
+    "worst",
+]

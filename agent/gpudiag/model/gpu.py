@@ -1,0 +1,174 @@
+"""One GPU's readings: the samples of the window, the power figure and its share of the enforced limit, the
+clock-event reasons by name.
+
+Standard library only; see :mod:`gpudiag.model`."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+# NVML clock-event reason bits (nvml.h, nvmlClocksEventReason*), named as nvidia-smi names them.
+CLOCK_EVENT_REASONS: tuple[tuple[int, str], ...] = (
+    (0x1, "gpu_idle"),
+    (0x2, "applications_clocks_setting"),
+    (0x4, "sw_power_cap"),
+    (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"),
+    (0x20, "sw_thermal_slowdown"),
+    (0x40, "hw_thermal_slowdown"),
+    (0x80, "hw_power_brake_slowdown"),
+    (0x100, "display_clock_setting"),
+)
+_REASON_BIT = {name: bit for bit, name in CLOCK_EVENT_REASONS}
+
+
+def decode_reasons(mask: int | None) -> tuple[str, ...]:
+    """Bit mask → reason names, in bit order; unknown bits appear as ``0x...``."""
+    if mask is None:
+        return ()
+    names = [name for bit, name in CLOCK_EVENT_REASONS if mask & bit]
+    unknown = mask & ~sum(_REASON_BIT.values())
+    if unknown:
+        names.append(hex(unknown))
+    return tuple(names)
+
+
+def reasons_mask(names: Iterable[str]) -> int:
+    """Reason names → their bit mask (the inverse of :func:`decode_reasons` for known names)."""
+    return sum(_REASON_BIT[name] for name in set(names))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuSample:
+    """One instant of one GPU: the readings that move (``per_sample`` in the table of readings,
+    ``gpudiag_node.readings``, whose ``name`` is the field here). ``t_s``: seconds since the first sample."""
+
+    t_s: float | None = None
+    utilization_pct: float | None = None  # utilization.gpu
+    memory_utilization_pct: float | None = None  # utilization.memory
+    power_w: float | None = None  # power.draw (a 1 s average on Ampere and newer)
+    power_instant_w: float | None = None  # power.draw.instant
+    sm_clock_mhz: float | None = None  # clocks.sm
+    clock_event_reasons_mask: int | None = None  # clocks_event_reasons.active
+    temperature_c: float | None = None  # temperature.gpu
+    pstate: str | None = None
+    pcie_gen: int | None = None  # pcie.link.gen.current
+    pcie_width: int | None = None  # pcie.link.width.current
+    memory_used_mib: float | None = None  # memory.used
+
+
+class PowerSource(str, enum.Enum):
+    """Where a GPU's power figure comes from, best first."""
+
+    ENERGY_COUNTER = "energy_counter"  # NVML's total-energy counter: the exact average over the window
+    POWER_DRAW = "power_draw"  # the median of the power.draw samples (each a 1 s average on Ampere+)
+    POWER_DRAW_INSTANT = "power_draw_instant"  # the median of the power.draw.instant samples
+
+    @property
+    def short(self) -> str:
+        """A few words: "energy-counter average", "power.draw median"."""
+        return {PowerSource.ENERGY_COUNTER: "energy-counter average", PowerSource.POWER_DRAW: "power.draw median",
+                PowerSource.POWER_DRAW_INSTANT: "power.draw.instant median"}[self]
+
+    def describe(self, samples: int) -> str:
+        """The source in words: "average over the window from NVML's total-energy counter"."""
+        if self is PowerSource.ENERGY_COUNTER:
+            return "average over the window from NVML's total-energy counter"
+        field = "power.draw" if self is PowerSource.POWER_DRAW else "power.draw.instant"
+        return f"median of {samples} {field} sample{'s' if samples != 1 else ''}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Power:
+    """A GPU's one power figure and its share of the enforced limit: what the table, the JSON, the checks
+    and their evidence all show (:meth:`GpuReading.power` decides it)."""
+
+    watts: float
+    source: PowerSource
+    enforced_limit_w: float | None = None
+
+    @property
+    def pct_of_limit(self) -> float | None:
+        """Percent of the enforced limit, one decimal; None without a (positive) limit."""
+        if not self.enforced_limit_w or self.enforced_limit_w <= 0:
+            return None
+        return round(100.0 * self.watts / self.enforced_limit_w, 1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuReading:
+    """One GPU over the sampling window: every reading of the table of readings
+    (``gpudiag_node.readings``: its ``name`` is the field here), the samples combined as the table
+    says (medians for most), plus what is derived from them.
+
+    ``failed_readings`` holds (reading, why) for readings whose read *failed* (NVMLError_Unknown, nvidia-smi's
+    ``[unknown error]``, a value that is no number): they are None here, and a check that needs one says
+    UNKNOWN. A reading the GPU simply does not support is None and not listed: not applicable."""
+
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    compute_capability: str | None = None  # "12.0"
+    sm: str | None = None  # "SM120", from compute_capability (gpudiag.model.arch)
+    arch: str | None = None  # "Blackwell (RTX)"
+    enforced_power_limit_w: float | None = None  # enforced.power.limit
+    default_power_limit_w: float | None = None  # power.default_limit
+    max_sm_clock_mhz: float | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_max: int | None = None
+    ecc_uncorrected: int | None = None  # ecc.errors.uncorrected.volatile.total
+    memory_total_mib: float | None = None
+    utilization_pct: float | None = None
+    memory_utilization_pct: float | None = None
+    power_w: float | None = None  # median of the samples' power.draw
+    power_instant_w: float | None = None  # median of the samples' power.draw.instant
+    sm_clock_mhz: float | None = None
+    clock_event_reasons_mask: int | None = None  # every reason active in any sample (OR of the masks)
+    temperature_c: float | None = None
+    pstate: str | None = None  # the last sample's
+    pcie_gen: int | None = None  # lower median: a generation the link really ran at
+    pcie_width: int | None = None
+    memory_used_mib: float | None = None  # the last sample's
+    energy_power_w: float | None = None  # exact average over the window, from NVML's total-energy counter
+    lost: bool = False  # the driver answered for other GPUs but not this one
+    failed_readings: tuple[tuple[str, str], ...] = ()
+    # What the SMs did over the window, in percent: from NVML's GPM metrics (Hopper and newer, read for GPUs
+    # that have processes) or DCGM profiling (dcgmi dmon fields 1002-1005, medians); None where neither is.
+    sm_active_pct: float | None = None
+    sm_occupancy_pct: float | None = None
+    tensor_active_pct: float | None = None
+    dram_active_pct: float | None = None
+    sm_activity_from: str | None = None  # "nvml gpm" or "dcgm"
+    sm_activity_unavailable: str | None = None  # why GPM gave none for this GPU ("not supported", MIG...)
+    samples: tuple[GpuSample, ...] = ()
+
+    @property
+    def clock_event_reasons(self) -> tuple[str, ...]:
+        """The names of the reasons active in any sample."""
+        return decode_reasons(self.clock_event_reasons_mask)
+
+    def power(self) -> Power | None:
+        """The GPU's power figure: the energy counter's average over the window where NVML gave it (exact),
+        else the median of the power.draw samples, else of power.draw.instant; None when none was read."""
+        for watts, source in ((self.energy_power_w, PowerSource.ENERGY_COUNTER),
+                              (self.power_w, PowerSource.POWER_DRAW),
+                              (self.power_instant_w, PowerSource.POWER_DRAW_INSTANT)):
+            if watts is not None:
+                return Power(watts=watts, source=source, enforced_limit_w=self.enforced_power_limit_w)
+        return None
+
+    @property
+    def pcie_below_max(self) -> bool:
+        """The PCIe link runs below its maximum generation or width (None readings never count)."""
+        return _below(self.pcie_gen, self.pcie_gen_max) or _below(self.pcie_width, self.pcie_width_max)
+
+    def failed(self, *readings: str) -> tuple[tuple[str, str], ...]:
+        """(reading, why) of those of ``readings`` whose read failed."""
+        return tuple((name, why) for name, why in self.failed_readings if name in readings)
+
+
+def _below(current: int | None, maximum: int | None) -> bool:
+    return current is not None and maximum is not None and current < maximum

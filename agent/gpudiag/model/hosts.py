@@ -1,0 +1,31 @@
+"""A host to sweep, as the host sources give it.
+
+Standard library only; see :mod:`gpudiag.model`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Host:
+    """One target of a sweep, with its effective connection settings."""
+
+    name: str
+    address: str | None = None  # None: connect to ``name`` (resolved by ~/.ssh/config, then DNS)
+    user: str | None = None
+    port: int | None = None
+    identity_file: str | None = None
+    known_hosts: str | None = None
+    jump: str | None = None  # a bastion, "[user@]host[:port]"
+    logs: tuple[object, ...] = ()  # carried for the log-evidence checks
+    groups: tuple[str, ...] = ()
+
+    @property
+    def target(self) -> str:
+        """The address to connect to."""
+        return self.address or self.name
+
+    @property
+    def is_local(self) -> bool:
+        return self.target in ("localhost", "local") and self.port is None and self.jump is None

@@ -1,0 +1,78 @@
+"""Folding, as ``clush -b`` folds identical output: hosts that read the same become one host range
+("gpu[01-50] (50 hosts)"), GPUs of a host that read the same become one index range ("gpu 0-7").
+
+A rendering concern only: the JSON report keeps every host and finding. Pure, no rich.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Iterable, Sequence
+from typing import TypeVar
+
+from gpudiag.model import HostReport
+
+K = TypeVar("K", bound=Hashable)
+
+# What a host's own name or address becomes in a text folded with other hosts' (``ssh -o`` spells it %h).
+HOST_PLACEHOLDER = "<host>"
+
+
+def group_identical(items: Iterable[tuple[str, K]]) -> list[tuple[tuple[str, ...], K]]:
+    """Group host names whose keys are equal, as ``clush -b`` groups identical output.
+
+    Groups come in the order of their first host; names keep their order inside a group.
+    ``[("a", 1), ("b", 2), ("c", 1)]`` → ``[(("a", "c"), 1), (("b",), 2)]``.
+    """
+    groups: dict[K, list[str]] = {}
+    for name, key in items:
+        groups.setdefault(key, []).append(name)
+    return [(tuple(names), key) for key, names in groups.items()]
+
+
+def group_hosts(items: Iterable[tuple[str, K]], *, fold: bool = True) -> list[tuple[tuple[str, ...], K]]:
+    """:func:`group_identical`, or one group per host when not ``fold`` (``--no-fold``)."""
+    if fold:
+        return group_identical(items)
+    return [((name,), key) for name, key in items]
+
+
+def host_label(names: Sequence[str]) -> str:
+    """A host range for ``names`` ("gpu[01-03]"); the plain list when no range can hold them."""
+    from gpudiag.sources.hostlist import fold  # imported here so the report does not need it at import time
+
+    try:
+        return fold(names)
+    except ValueError:  # a name no host pattern can hold (e.g. with a space): list it rather than fail
+        return ",".join(names)
+
+
+def counted_label(names: Sequence[str]) -> str:
+    """ "gpu[01-50] (50 hosts)"; a single host's name alone."""
+    label = host_label(names)
+    return label if len(names) == 1 else f"{label} ({len(names)} hosts)"
+
+
+def index_ranges(indexes: Iterable[int]) -> str:
+    """[0, 1, 2, 5] → "0-2,5" (sorted, distinct indexes)."""
+    runs: list[list[int]] = []
+    for i in sorted(set(indexes)):
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
+def generic(text: str, host: HostReport) -> str:
+    """``text`` with the host's own name and address replaced by :data:`HOST_PLACEHOLDER`, so that 50 hosts
+    that each say "connection refused by 10.0.0.<n>:22" fold into one line. A name inside a longer name
+    (10.0.0.1 in 10.0.0.12) is left alone."""
+    for own in sorted({host.host, host.address or ""} - {""}, key=len, reverse=True):
+        text = re.sub(rf"(?<![\w.-]){re.escape(own)}(?![\w-]|\.\w)", HOST_PLACEHOLDER, text)
+    return text
+
+
+def shown(text: str, generic_text: str, names: Sequence[str]) -> str:
+    """What a folded group says: a single host's own text, else the text with the placeholder."""
+    return text if len(names) == 1 else generic_text

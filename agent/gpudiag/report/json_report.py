@@ -1,0 +1,178 @@
+"""The sweep as a JSON document (schema ``gpudiag.sweep/2``), and back.
+
+``to_document`` turns a :class:`~gpudiag.model.SweepReport` into plain JSON values; ``render_json`` writes
+it as text; ``from_document`` rebuilds the report (from ``gpudiag.sweep/1`` documents too), so several sweeps'
+JSON outputs can be merged later. Every field of the model is written by walking the dataclasses
+(:mod:`gpudiag.model.json_codec`): a new reading needs no edit here. Per host: ``host``, ``address``,
+``status``, ``error``, ``duration_s``, ``node`` (the node's readings, logs and context), ``gpus`` and
+``findings``.
+
+Derived values, written for the reader and ignored when read back:
+
+* per GPU, ``power``: the one power figure every report shows (``watts``, ``source``: ``energy_counter``,
+  ``power_draw`` or ``power_draw_instant``, ``pct_of_limit``), ``power_pct_of_limit`` (the same share, kept
+  from schema 1, where it meant the power.draw median's), and ``clock_event_reasons`` (the names of the
+  mask's bits);
+* per GPU link, ``kind``; per node context, ``interconnect`` and ``is_vm``;
+* the ``summary`` block.
+
+A GPU's raw ``samples`` are written only with ``samples_detail`` (``--samples-detail``): the combined readings
+and ``node.sample_count`` stay. Schema 2 changed: ``power_pct_of_limit`` is the share of that one figure;
+``power_limit_w`` is ``enforced_power_limit_w``; ``clock_event_reasons_mask`` and ``failed_readings`` were added.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from gpudiag.model import (
+    SWEEP_SCHEMA,
+    SWEEP_SCHEMAS_READ,
+    GpuLink,
+    GpuReading,
+    HostReport,
+    NodeContext,
+    NodeReadings,
+    SweepReport,
+    reasons_mask,
+)
+from gpudiag.model.json_codec import Shape, decode, encode, plain
+from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
+
+
+def summarize(report: SweepReport) -> dict[str, Any]:
+    """The document's ``summary`` block."""
+    return {
+        "hosts": len(report.hosts),
+        "hosts_by_status": hosts_by_status(report),
+        "gpus": sum(len(h.gpus) for h in report.hosts),
+        "gpus_by_sm": gpus_by_sm(report),
+        "findings_by_code": findings_by_code(report),
+        "findings_by_severity": findings_by_severity(report),
+        "exit_code": report.exit_code,
+    }
+
+
+# -------------------------------------------------------------------------------------------- writing
+
+
+def _gpu_derived(gpu: GpuReading) -> dict[str, Any]:
+    power = gpu.power()
+    return {"power": None if power is None else {"watts": power.watts, "source": power.source,
+                                                 "pct_of_limit": power.pct_of_limit},
+            "power_pct_of_limit": None if power is None else power.pct_of_limit,
+            "clock_event_reasons": gpu.clock_event_reasons}
+
+
+def _shape(samples_detail: bool) -> Shape:
+    return {
+        GpuReading: (frozenset() if samples_detail else frozenset({"samples"}), _gpu_derived),
+        NodeReadings: (frozenset({"gpus"}), None),  # a host's GPUs are listed beside its node object
+        GpuLink: (frozenset(), lambda link: {"kind": link.kind}),
+        NodeContext: (frozenset(), lambda c: {"interconnect": c.interconnect, "is_vm": c.is_vm}),
+    }
+
+
+def _host_derived(shape: Shape) -> Any:
+    def derived(host: HostReport) -> dict[str, Any]:
+        # A host's readings are its "node" object, its GPUs listed beside it, then its findings.
+        return {"node": encode(host.readings, shape) if host.readings is not None else None,
+                "gpus": [encode(g, shape) for g in host.gpus],
+                "findings": [encode(f, shape) for f in host.findings]}
+    return derived
+
+
+def _host_document(host: HostReport, shape: Shape) -> dict[str, Any]:
+    """Every field of the host (walked, like everything else), then its node, GPUs and findings."""
+    return encode(host, {**shape, HostReport: (frozenset({"readings", "findings"}), _host_derived(shape))})
+
+
+def to_document(report: SweepReport, *, samples_detail: bool = False) -> dict[str, Any]:
+    """The report as a ``gpudiag.sweep/2`` document: plain JSON values, keys in schema order."""
+    shape = _shape(samples_detail)
+    return {
+        "schema": SWEEP_SCHEMA,
+        "started_at": report.started_at,
+        "duration_s": plain(report.duration_s),
+        # only when a signal stopped the sweep: "SIGINT" or "SIGTERM" (the summary's exit_code: 130, 143)
+        **({"stopped_by": report.stopped_by} if report.stopped_by is not None else {}),
+        "hosts": [_host_document(h, shape) for h in report.hosts],
+        "summary": plain(summarize(report)),
+    }
+
+
+def render_json(report: SweepReport, *, samples_detail: bool = False) -> str:
+    """The report as indented JSON text (no trailing newline)."""
+    return dumps(to_document(report, samples_detail=samples_detail))
+
+
+def dumps(document: Any) -> str:
+    """``document`` as JSON indented by two spaces, non-ASCII as UTF-8. With orjson installed (the ``fast``
+    extra) its encoder writes it - byte for byte what the standard library writes, in a tenth of the time
+    (Python's own encoder is pure Python once indent is set: 0.5 ms per 8-GPU host, bench/sweep_loopback.py
+    --profile); an integer past 64 bits falls back to the standard library."""
+    if _orjson is not None:
+        try:
+            return str(_orjson.dumps(document, option=_orjson.OPT_INDENT_2).decode("utf-8"))
+        except TypeError:  # an integer orjson cannot write
+            pass
+    return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def _load_orjson() -> Any:
+    """orjson when installed (optional: ``pip install 'gpudiag[fast]'``), else None."""
+    try:
+        import orjson
+    except ImportError:
+        return None
+    return orjson
+
+
+_orjson: Any = _load_orjson()
+
+
+# -------------------------------------------------------------------------------------------- reading
+
+# Schema 1 spelled these differently; read them as schema 2 does.
+_SCHEMA_1_GPU = {"power_limit_w": "enforced_power_limit_w"}
+
+
+def _gpu_from(doc: Mapping[str, Any], schema: str) -> GpuReading:
+    if schema != SWEEP_SCHEMA:
+        doc = {_SCHEMA_1_GPU.get(k, k): v for k, v in doc.items()}
+        if "clock_event_reasons_mask" not in doc and doc.get("clock_event_reasons"):
+            known = [r for r in doc["clock_event_reasons"] if isinstance(r, str)]
+            doc = {**doc, "clock_event_reasons_mask": reasons_mask(r for r in known if not r.startswith("0x"))
+                   | sum(int(r, 16) for r in known if r.startswith("0x"))}
+    return decode(GpuReading, doc)
+
+
+def _host_from(doc: Mapping[str, Any], schema: str) -> HostReport:
+    gpus = tuple(_gpu_from(g, schema) for g in doc.get("gpus") or ())
+    node = doc.get("node")
+    if node is None and gpus:
+        raise ValueError(f"host {doc['host']!r} lists GPUs but has no node object")
+    return decode(HostReport, doc, readings=decode(NodeReadings, node, gpus=gpus) if node is not None else None)
+
+
+def from_document(doc: Mapping[str, Any]) -> SweepReport:
+    """Rebuild the report from a ``gpudiag.sweep/2`` (or ``/1``) document (derived values are ignored).
+
+    Raises ``ValueError`` with a one-line message when the schema is not one of those or the document is
+    malformed.
+    """
+    schema = doc.get("schema") if isinstance(doc, Mapping) else None
+    if schema not in SWEEP_SCHEMAS_READ:
+        raise ValueError(f"not a {SWEEP_SCHEMA} document (schema is {schema!r})")
+    try:
+        return SweepReport(
+            started_at=str(doc["started_at"]),
+            duration_s=float(doc["duration_s"]),
+            hosts=tuple(_host_from(h, str(schema)) for h in doc["hosts"]),
+            stopped_by=None if doc.get("stopped_by") is None else str(doc["stopped_by"]),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0]
+        raise ValueError(f"malformed {SWEEP_SCHEMA} document: {detail}") from exc

@@ -1,0 +1,155 @@
+"""The sweep in the Prometheus text exposition format, for node_exporter's textfile collector
+(``--collector.textfile.directory``; it reads only ``*.prom`` files). Pure: returns text.
+
+Each metric is declared once in :data:`GPU_METRICS` / :data:`METRICS` with its HELP text; names carry their
+base unit as the Prometheus conventions say (``_ratio`` for shares 0-1, ``_watts``, ``_celsius``, ``_hertz``,
+``_seconds``). A reading that is None (not reported) has no sample: never a 0.
+https://prometheus.io/docs/instrumenting/exposition_formats/ and https://prometheus.io/docs/practices/naming/
+
+``gpudiag_finding{host,gpu,code,severity}`` has one series per open finding; its value is how many open
+findings share those labels (two log signatures of one host), so the series stay unique.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from gpudiag.model import GpuReading, SweepReport
+from gpudiag.model.changes import epoch_of
+
+
+def _ratio(pct: float | None) -> float | None:
+    return None if pct is None else pct / 100.0
+
+
+def _power_ratio(g: GpuReading) -> float | None:
+    power = g.power()
+    return None if power is None or power.pct_of_limit is None else power.pct_of_limit / 100.0
+
+
+def _watts(g: GpuReading) -> float | None:
+    power = g.power()
+    return None if power is None else power.watts
+
+
+def _hertz(mhz: float | None) -> float | None:
+    return None if mhz is None else mhz * 1e6
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuMetric:
+    """One per-GPU gauge: its name (unit included), HELP, and how it is read off a GPU."""
+
+    name: str
+    help: str
+    value: Callable[[GpuReading], float | int | None]
+
+
+GPU_METRICS: tuple[GpuMetric, ...] = (
+    GpuMetric(name="gpudiag_gpu_utilization_ratio", help="GPU utilization (utilization.gpu), median over the "
+              "sampling window, 0-1.", value=lambda g: _ratio(g.utilization_pct)),
+    GpuMetric(name="gpudiag_gpu_memory_utilization_ratio", help="Memory controller utilization "
+              "(utilization.memory), median, 0-1.", value=lambda g: _ratio(g.memory_utilization_pct)),
+    GpuMetric(name="gpudiag_gpu_power_watts", help="The GPU's power figure: NVML's energy-counter average over "
+              "the window, else the power.draw median.", value=_watts),
+    GpuMetric(name="gpudiag_gpu_power_of_enforced_limit_ratio", help="The power figure as a share of the "
+              "enforced power limit, 0-1.", value=_power_ratio),
+    GpuMetric(name="gpudiag_gpu_enforced_power_limit_watts", help="Enforced power limit (enforced.power.limit).",
+              value=lambda g: g.enforced_power_limit_w),
+    GpuMetric(name="gpudiag_gpu_default_power_limit_watts", help="Default power limit (power.default_limit).",
+              value=lambda g: g.default_power_limit_w),
+    GpuMetric(name="gpudiag_gpu_sm_clock_hertz", help="SM clock (clocks.sm), median.",
+              value=lambda g: _hertz(g.sm_clock_mhz)),
+    GpuMetric(name="gpudiag_gpu_temperature_celsius", help="GPU temperature (temperature.gpu), median.",
+              value=lambda g: g.temperature_c),
+    GpuMetric(name="gpudiag_gpu_pcie_link_generation", help="PCIe link generation in use (pcie.link.gen.current).",
+              value=lambda g: g.pcie_gen),
+    GpuMetric(name="gpudiag_gpu_pcie_link_width_lanes", help="PCIe link width in use (pcie.link.width.current).",
+              value=lambda g: g.pcie_width),
+    GpuMetric(name="gpudiag_gpu_ecc_uncorrected_errors", help="Uncorrected ECC errors since the driver loaded "
+              "(ecc.errors.uncorrected.volatile.total).", value=lambda g: g.ecc_uncorrected),
+)
+
+METRICS = {
+    "gpudiag_host_up": "1 when the host answered the sweep (status ok or partial), else 0.",
+    "gpudiag_host_status": "The host's status in the last sweep (one series, value 1, labelled with it).",
+    "gpudiag_finding": "An open finding (value: how many share these labels).",
+    "gpudiag_run_timestamp_seconds": "When the last sweep started (Unix time).",
+    "gpudiag_run_duration_seconds": "How long the last sweep took.",
+    "gpudiag_run_exit_code": "The last sweep's exit code: 0 all well, 1 warning, 2 critical.",
+}
+
+
+def escape_label(value: str) -> str:
+    """A label value as the text format wants it: backslash, double quote and newline escaped."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _labels(pairs: Iterable[tuple[str, str]]) -> str:
+    return "{" + ",".join(f'{k}="{escape_label(v)}"' for k, v in pairs) + "}"
+
+
+def _number(value: float | int) -> str:
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, int):
+        return str(value)
+    return repr(float(value)) if math.isfinite(value) else ("NaN" if math.isnan(value) else
+                                                            ("+Inf" if value > 0 else "-Inf"))
+
+
+Labels = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Family:
+    """One metric and its samples: what the text file and ``gpudiag exporter`` (prometheus_client) both show."""
+
+    name: str
+    help: str
+    label_names: tuple[str, ...]
+    samples: tuple[tuple[Labels, float | int], ...]
+
+
+def families(report: SweepReport) -> tuple[Family, ...]:
+    """Every metric of :data:`GPU_METRICS` and :data:`METRICS` with its samples for ``report``."""
+    out = []
+    gpu_labels = ("host", "gpu", "uuid", "sm")
+    for metric in GPU_METRICS:
+        samples = []
+        for host in report.hosts:
+            for gpu in host.gpus:
+                value = metric.value(gpu)
+                if value is not None:
+                    labels = (host.host, str(gpu.index), gpu.uuid or "", gpu.sm or "")
+                    samples.append((tuple(zip(gpu_labels, labels, strict=True)), value))
+        out.append(Family(name=metric.name, help=metric.help, label_names=gpu_labels, samples=tuple(samples)))
+    open_findings = Counter((f.host, "" if f.gpu is None else str(f.gpu), f.code, f.severity.label)
+                            for f in report.findings)
+    finding_labels = ("host", "gpu", "code", "severity")
+    rows: tuple[tuple[str, tuple[str, ...], tuple[tuple[Labels, float | int], ...]], ...] = (
+        ("gpudiag_host_up", ("host",), tuple(((("host", h.host),), int(h.status.answered)) for h in report.hosts)),
+        ("gpudiag_host_status", ("host", "status"),
+         tuple(((("host", h.host), ("status", h.status.value)), 1) for h in report.hosts)),
+        ("gpudiag_finding", finding_labels,
+         tuple((tuple(zip(finding_labels, key, strict=True)), n) for key, n in sorted(open_findings.items()))),
+        ("gpudiag_run_timestamp_seconds", (), (((), epoch_of(report.started_at)),)),
+        ("gpudiag_run_duration_seconds", (), (((), report.duration_s),)),
+        ("gpudiag_run_exit_code", (), (((), report.exit_code),)),
+    )
+    out += [Family(name=name, help=METRICS[name], label_names=names, samples=samples) for name, names, samples in rows]
+    return tuple(out)
+
+
+def render_prometheus(report: SweepReport) -> str:
+    """The report as textfile-collector text (ends with a newline)."""
+    lines: list[str] = []
+    for family in families(report):
+        help_text = family.help.replace("\\", "\\\\").replace("\n", "\\n")
+        lines += [f"# HELP {family.name} {help_text}", f"# TYPE {family.name} gauge"]
+        lines += [f"{family.name}{_labels(labels) if labels else ''} {_number(value)}"
+                  for labels, value in family.samples]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,102 @@
+"""The one place that builds a transport: the SSH options a request asks for (:class:`SshRequest`), and the
+transport a sweep uses (:func:`open_transport`: SSH, and this machine for ``localhost``). The CLI, the
+``--workers`` processes and the exporter all build theirs here."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpudiag.transport.base import RemoteCommand, Transport
+
+if TYPE_CHECKING:
+    from gpudiag.model import Host, RemoteResult
+    from gpudiag.transport.pacing import Pacing
+    from gpudiag.transport.ssh import SshOptions
+
+
+class SshConfigError(ValueError):
+    """An SSH option that cannot be used as given (a missing config file); the message is one line."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SshRequest:
+    """The SSH options the flags ask for; :meth:`options` makes the transport's options from them."""
+
+    connect_timeout_s: float = 10.0
+    login_timeout_s: float = 10.0
+    known_hosts: str | None = None  # None: ~/.ssh/known_hosts and gpudiag's own
+    ssh_config: Path | None = None  # None: ~/.ssh/config
+    accept_new_host_keys: bool = False
+    max_startups: int | None = None  # --max-startups: handshakes at once per bastion and per sshd (None: default)
+    connect_rate_per_s: float | None = None  # --connect-rate: new connections a second (None: no rate)
+
+    def shared_by(self, workers: int) -> SshRequest:
+        """One of ``workers`` processes' request: the pacing bounds hold for all of them together."""
+        pacing = self.pacing().shared_by(workers)
+        return dataclasses.replace(self, max_startups=pacing.max_startups, connect_rate_per_s=pacing.rate_per_s)
+
+    def pacing(self) -> Pacing:
+        """The handshake bounds; a bad value raises ``PacingError`` (one line)."""
+        from gpudiag.transport.pacing import DEFAULT_MAX_STARTUPS, Pacing
+
+        return Pacing(max_startups=DEFAULT_MAX_STARTUPS if self.max_startups is None else self.max_startups,
+                      rate_per_s=self.connect_rate_per_s)
+
+    def options(self, hosts: Sequence[Host], *, keep_connections: bool = False) -> SshOptions:
+        """The SSH transport's options, with every host's identity file loaded: a file that is missing or
+        cannot be read raises here (one line), before any connection."""
+        from gpudiag.transport.ssh import SshOptions
+
+        options = SshOptions(connect_timeout_s=self.connect_timeout_s, login_timeout_s=self.login_timeout_s,
+                             accept_new_host_keys=self.accept_new_host_keys, keep_connections=keep_connections,
+                             pacing=self.pacing())
+        if self.known_hosts:
+            options.known_hosts = (self.known_hosts,)
+        if self.ssh_config is not None:
+            if not self.ssh_config.is_file():
+                raise SshConfigError(f"{self.ssh_config}: no such SSH config file")
+            options.ssh_config = [str(self.ssh_config)]
+        for host in hosts:
+            if host.identity_file:
+                options.keyring.load(host.identity_file)
+        return options
+
+
+class RoutingTransport:
+    """``localhost`` runs here without SSH; every other host goes over SSH."""
+
+    def __init__(self, ssh: Transport, local: Transport) -> None:
+        self.ssh, self.local = ssh, local
+
+    async def run(self, host: Host, command: RemoteCommand) -> RemoteResult:
+        """Run ``command`` on ``host`` through the transport that reaches it."""
+        return await (self.local if host.is_local else self.ssh).run(host, command)
+
+    async def close(self) -> None:
+        """Close the SSH connections (the local transport holds none)."""
+        await self.ssh.close()
+
+
+def open_transport(ssh: SshOptions) -> Transport:
+    """The transport a sweep uses: SSH with ``ssh``, and this machine for ``localhost``."""
+    from gpudiag.transport.local import LocalTransport
+    from gpudiag.transport.ssh import SshTransport
+
+    return RoutingTransport(SshTransport(ssh), LocalTransport())
+
+
+def raise_open_file_limit(concurrency: int) -> None:
+    """Each host in flight holds a socket or two: raise the soft limit toward the hard one if needed."""
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = concurrency * 4 + 64
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        new = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))

@@ -1,0 +1,103 @@
+"""The GPU readings gpudiag takes, declared once: every other copy walks this table.
+
+Standard library only, Python 3.6+: the node imports it inside the collector bundle
+to build its ``nvidia-smi --query-gpu`` list and its NVML calls, and the controller imports it (as
+``gpudiag_node.readings``) to parse what came back, to combine the samples and to write and read
+the JSON report. A reading's ``name`` is also its field on the model (``gpudiag.model.GpuSample`` for the
+ones that move, ``GpuReading`` for all), with its unit in the name. Adding a reading is one entry here and
+one field there; ``tests/unit/test_readings.py`` checks that the two agree.
+
+Per entry:
+
+* ``smi``: the ``--query-gpu`` names that mean it, newest spelling first (old drivers spell the clock reasons
+  ``clocks_throttle_reasons.*``); empty when nvidia-smi has none.
+  https://docs.nvidia.com/deploy/nvidia-smi/ and ``nvidia-smi --help-query-gpu``.
+* ``nvml``: how NVML gives it: ``(getters, args, attribute)``: the first getter the binding has is called
+  with the device handle and the pynvml constants named in ``args``, then ``attribute`` is taken from the
+  result; ``nvmlDeviceGetFieldValues`` reads the one field id its ``args`` name. None when NVML has none.
+  Only identifiers appear here, so the binding cut (``gpudiag.collect.prune``) keeps what they name. https://docs.nvidia.com/deploy/nvml-api/
+* ``scale``: multiplies NVML's number into the unit of the name (mW → W, bytes → MiB); nvidia-smi is asked
+  with ``nounits`` and already answers in that unit.
+* ``kind``: how the value is typed: ``number`` (float), ``int``, ``mask`` (an int bit mask, ``0x..`` from
+  nvidia-smi), ``text``, ``cc`` (compute capability "9.0"; NVML gives a (major, minor) pair), ``pstate``
+  ("P0"; NVML gives the number).
+* ``per_sample``: True for a reading that moves and is read at every sample; False for one read once.
+* ``combine``: how the samples become the GPU's one value: ``median``, ``lower_median`` (a real reading of an
+  integer, never a half-way value), ``last``, ``any`` (bitwise OR of masks: a reason active in any sample).
+"""
+
+import collections
+
+Reading = collections.namedtuple("Reading", "name smi nvml scale kind per_sample combine")
+
+MIB = 1.0 / (1024 * 1024)
+MILLI = 0.001
+
+
+def _r(name, smi, nvml=None, scale=1.0, kind="number", per_sample=True, combine="median"):
+    return Reading(name, tuple(smi), nvml, scale, kind, per_sample, combine)
+
+
+def _static(name, smi, nvml=None, scale=1.0, kind="number"):
+    return _r(name, smi, nvml, scale, kind, per_sample=False, combine="last")
+
+
+READINGS = (
+    # Identity and limits: read once.
+    _static("index", ["index"], kind="int"),  # NVML: the device's position, not a getter
+    _static("name", ["name"], (("nvmlDeviceGetName",), (), None), kind="text"),
+    _static("uuid", ["uuid"], (("nvmlDeviceGetUUID",), (), None), kind="text"),
+    _static("pci_bus_id", ["pci.bus_id"], (("nvmlDeviceGetPciInfo",), (), "busId"), kind="text"),
+    _static("compute_capability", ["compute_cap"], (("nvmlDeviceGetCudaComputeCapability",), (), None),
+            kind="cc"),
+    _static("enforced_power_limit_w", ["enforced.power.limit", "power.limit"],
+            (("nvmlDeviceGetEnforcedPowerLimit",), (), None), MILLI),
+    _static("default_power_limit_w", ["power.default_limit"],
+            (("nvmlDeviceGetPowerManagementDefaultLimit",), (), None), MILLI),
+    _static("max_sm_clock_mhz", ["clocks.max.sm"], (("nvmlDeviceGetMaxClockInfo",), ("NVML_CLOCK_SM",), None)),
+    _static("pcie_gen_max", ["pcie.link.gen.max"], (("nvmlDeviceGetMaxPcieLinkGeneration",), (), None), kind="int"),
+    _static("pcie_width_max", ["pcie.link.width.max"], (("nvmlDeviceGetMaxPcieLinkWidth",), (), None), kind="int"),
+    _static("ecc_uncorrected", ["ecc.errors.uncorrected.volatile.total"],
+            (("nvmlDeviceGetTotalEccErrors",), ("NVML_MEMORY_ERROR_TYPE_UNCORRECTED", "NVML_VOLATILE_ECC"), None),
+            kind="int"),
+    _static("memory_total_mib", ["memory.total"], (("nvmlDeviceGetMemoryInfo",), (), "total"), MIB),
+    # What moves: read at every sample.
+    _r("utilization_pct", ["utilization.gpu"], (("nvmlDeviceGetUtilizationRates",), (), "gpu")),
+    _r("memory_utilization_pct", ["utilization.memory"], (("nvmlDeviceGetUtilizationRates",), (), "memory")),
+    # power.draw is a 1-second average on Ampere and newer (NVML's GetPowerUsage too); power.draw.instant is
+    # the instantaneous draw (NVML_FI_DEV_POWER_INSTANT), which shows the spikes the average smooths away.
+    _r("power_w", ["power.draw"], (("nvmlDeviceGetPowerUsage",), (), None), MILLI),
+    _r("power_instant_w", ["power.draw.instant"],
+       (("nvmlDeviceGetFieldValues",), ("NVML_FI_DEV_POWER_INSTANT",), None), MILLI),
+    _r("sm_clock_mhz", ["clocks.sm", "clocks.current.sm"], (("nvmlDeviceGetClockInfo",), ("NVML_CLOCK_SM",), None)),
+    # Renamed from "throttle" to "event" reasons in newer drivers and bindings; both give the same bit mask.
+    _r("clock_event_reasons_mask", ["clocks_event_reasons.active", "clocks_throttle_reasons.active"],
+       (("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"), (), None),
+       kind="mask", combine="any"),
+    _r("temperature_c", ["temperature.gpu"], (("nvmlDeviceGetTemperature",), ("NVML_TEMPERATURE_GPU",), None)),
+    _r("pstate", ["pstate"], (("nvmlDeviceGetPerformanceState",), (), None), kind="pstate", combine="last"),
+    _r("pcie_gen", ["pcie.link.gen.current", "pcie.link.gen.gpucurrent"],
+       (("nvmlDeviceGetCurrPcieLinkGeneration",), (), None), kind="int", combine="lower_median"),
+    _r("pcie_width", ["pcie.link.width.current"], (("nvmlDeviceGetCurrPcieLinkWidth",), (), None), kind="int",
+       combine="lower_median"),
+    _r("memory_used_mib", ["memory.used"], (("nvmlDeviceGetMemoryInfo",), (), "used"), MIB, combine="last"),
+)
+
+# Read per GPU by nvidia-smi but a fact of the node (NVML: nvmlSystemGetDriverVersion).
+NODE_SMI_FIELDS = (("driver_version", ("driver_version",)),)
+
+BY_NAME = {r.name: r for r in READINGS}
+PER_SAMPLE = tuple(r for r in READINGS if r.per_sample)
+STATIC = tuple(r for r in READINGS if not r.per_sample)
+
+
+def smi_fields():
+    # type: () -> tuple[tuple[str, tuple[str, ...]], ...]
+    """(name, --query-gpu spellings newest first) for every reading nvidia-smi can give, node fields too."""
+    return tuple((r.name, r.smi) for r in READINGS if r.smi) + NODE_SMI_FIELDS
+
+
+def by_smi_field():
+    # type: () -> dict[str, str]
+    """Every --query-gpu spelling → the reading's name (node fields included)."""
+    return {spelling: name for name, spellings in smi_fields() for spelling in spellings}
