@@ -204,5 +204,5 @@ def test_a_worker_that_fails_makes_its_hosts_error_rows(tmp_path: Path) -> None:
     assert [h.host for h in report.hosts] == [h.name for h in hosts]
     assert {h.status for h in report.hosts} == {HostStatus.ERROR}
     assert {h.error for h in report.hosts} == {
-        f"the worker process sweeping this host failed: RequestError: {missing}: no such SSH config file"}
+        f"the worker process sweeping this host failed: SshConfigError: {missing}: no such SSH config file"}
     assert report.stopped_by is None and report.exit_code == 2

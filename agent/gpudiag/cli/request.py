@@ -16,13 +16,16 @@ are imported where they are used.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpudiag.report import OutputFormat
+from gpudiag.sources.selection import HostSelection, SelectedHosts
 from gpudiag.transport.build import SshRequest, raise_open_file_limit
+
+__all__ = ["HostSelection", "OutputRequest", "PreparedSweep", "RequestError", "SelectedHosts", "SweepRequest",
+           "Thresholds", "demo_conflicts", "parse_shard", "prepare", "prepare_demo", "select_hosts"]
 
 if TYPE_CHECKING:
     from gpudiag.audit.scheduled import AuditOptions
@@ -31,32 +34,12 @@ if TYPE_CHECKING:
     from gpudiag.logs.plan import Planner
     from gpudiag.model import Host
     from gpudiag.model.choices import DrainLevel
-    from gpudiag.sources.slurm import SlurmNode, SlurmSelection
     from gpudiag.sweep.runner import SweepOptions
     from gpudiag.transport.ssh import SshOptions
 
 
 class RequestError(ValueError):
     """The request cannot be carried out as given; the message is one line for the operator."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HostSelection:
-    """Which hosts: an inventory and/or ad hoc targets, narrowed by ``--limit``, ``--exclude``, ``--shard``."""
-
-    targets: tuple[str, ...] = ()  # host names or patterns (gpu[01-16]), ~/.ssh/config aliases, localhost
-    inventory: Path | None = None  # -i: an inventory YAML file
-    user: str | None = None  # --user, --port, --identity-file: override the targets' and the inventory's
-    port: int | None = None
-    identity_file: str | None = None
-    jump: str | None = None  # -J [user@]bastion[:port]: every host through this bastion (overrides the inventory's)
-    limit: tuple[str, ...] = ()  # only these groups or host patterns
-    exclude: tuple[str, ...] = ()  # leave out these host patterns
-    local: bool = False  # also this machine, without SSH
-    shard: tuple[int, int] | None = None  # --shard I/N as (I, N), counted from 1: a stable split by host name
-    slurm: SlurmSelection | None = None
-    """``--slurm-*``: Slurm's nodes replace the hosts (an inventory's or a target's host of the same name keeps
-    its settings); ``--exclude`` and ``--shard`` still apply. None: no Slurm flag given."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,16 +100,6 @@ class SweepRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SelectedHosts:
-    """The hosts a :class:`HostSelection` names, and the check settings their inventory sets."""
-
-    hosts: tuple[Host, ...]
-    settings: Mapping[str, object] = field(default_factory=dict)  # the inventory's ``settings:``, unchecked
-    read_as: str | None = None  # what the inventory was read as, when not gpudiag's format (an Ansible one)
-    slurm_nodes: Mapping[str, SlurmNode] | None = None  # the swept Slurm nodes by name, when Slurm gave the hosts
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class PreparedSweep:
     """A checked request: everything :func:`gpudiag.sweep.runner.sweep` takes, except the transport itself."""
 
@@ -146,70 +119,20 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 
 
 def select_hosts(selection: HostSelection) -> SelectedHosts:
-    """The hosts from an inventory and/or ad hoc targets, in order, each once (the first wins)."""
-    from gpudiag.model import Host
-    from gpudiag.sources.inventory import hosts_from_patterns, load_inventory, select
+    """The hosts every source of ``selection`` gives (:func:`gpudiag.sources.selection.select_hosts`), then
+    ``--shard``'s part of them (a stable split by host name, the Slurm nodes with it)."""
+    from gpudiag.sources.selection import select_hosts as from_sources
 
-    hosts: list[Host] = []
-    settings: Mapping[str, object] = {}
-    read_as = None
-    user, port, identity_file = selection.user, selection.port, selection.identity_file
-    if user is not None:
-        from gpudiag.sources.inventory import check_user
+    selected = from_sources(selection)
+    if selection.shard is None:
+        return selected
+    from gpudiag.sweep.shard import select_shard
 
-        check_user(user)  # a NUL, a control character or a space fails before any connection
-    if selection.inventory is not None:
-        inventory = load_inventory(selection.inventory)
-        hosts.extend(inventory.hosts)
-        settings = dict(inventory.settings)
-        read_as = inventory.read_as
-    if selection.targets:
-        hosts.extend(hosts_from_patterns(selection.targets, user=user, port=port, identity_file=identity_file))
-    if selection.local:
-        hosts.append(Host(name="localhost"))
-    if selection.inventory is not None and (user or port or identity_file):
-        hosts = [dataclasses.replace(h, user=user or h.user, port=port or h.port,
-                                     identity_file=identity_file or h.identity_file) for h in hosts]
-    if selection.jump is not None:
-        from gpudiag.sources.inventory import valid_jump
-
-        if not valid_jump(selection.jump):
-            raise RequestError(f"-J {selection.jump}: expected [user@]host[:port] (an IPv6 host in brackets: "
-                               "ops@[::1]:22)")
-        hosts = [dataclasses.replace(h, jump=selection.jump) if not h.is_local else h for h in hosts]
-    unique = {h.name: h for h in reversed(hosts)}  # a host given twice is swept once (first wins)
-    chosen = select([h for h in hosts if unique.get(h.name) is h], selection.limit, selection.exclude)
-    nodes = None
-    if selection.slurm is not None:
-        chosen, nodes = _slurm_hosts(selection.slurm, selection, chosen)
-    if selection.shard is not None:
-        from gpudiag.sweep.shard import select_shard
-
-        chosen = select_shard(chosen, *selection.shard)
-        if nodes is not None:
-            nodes = {name: node for name, node in nodes.items() if name in {h.name for h in chosen}}
-    return SelectedHosts(hosts=tuple(chosen), settings=settings, read_as=read_as, slurm_nodes=nodes)
-
-
-def _slurm_hosts(wanted: SlurmSelection, selection: HostSelection,
-                 known: Sequence[Host]) -> tuple[tuple[Host, ...], dict[str, SlurmNode]]:
-    """The nodes Slurm gives for ``wanted`` as hosts (a ``known`` host of the same name is used as it is), less
-    ``--exclude``; and the nodes by name. Slurm saying no raises :class:`RequestError` (one line)."""
-    from gpudiag.sources.inventory import select
-    from gpudiag.sources.slurm import SlurmError, hosts_for, select_nodes
-
-    try:
-        nodes = select_nodes(wanted)
-    except SlurmError as exc:
-        raise RequestError(str(exc)) from None
-    if not nodes:
-        raise RequestError("Slurm gave no nodes for the --slurm-* flags given")
-    found = select(hosts_for(nodes, known, user=selection.user, port=selection.port,
-                             identity_file=selection.identity_file), exclude=selection.exclude)
-    if not found:
-        raise RequestError("--exclude leaves none of the nodes Slurm gave")
-    kept = {host.name for host in found}
-    return found, {node.name: node for node in nodes if node.name in kept}
+    chosen = select_shard(selected.hosts, *selection.shard)
+    names = {h.name for h in chosen}
+    nodes = selected.slurm_nodes
+    return dataclasses.replace(selected, hosts=tuple(chosen), slurm_nodes=None if nodes is None else {
+        name: node for name, node in nodes.items() if name in names})
 
 
 def _settings(request: SweepRequest, inventory: Mapping[str, object]) -> SweepOptions:
