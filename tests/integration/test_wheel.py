@@ -76,7 +76,7 @@ def test_demo_sweep_runs_from_the_installed_wheel(wheel: Path, tmp_path: Path) -
                                capture_output=True, text=True, timeout=120)
     assert installed.returncode == 0, installed.stdout + installed.stderr
     installed_names = sorted(p.name for p in site.iterdir() if p.name != "bin")  # bin/: the console script
-    assert len(installed_names) == 2 and installed_names[0] == "gpudiag"
+    assert len(installed_names) == 3 and installed_names[0] == "gpudiag" and installed_names[2] == "gpudiag_node"
     assert installed_names[1].startswith("gpudiag-") and installed_names[1].endswith(".dist-info")
     run_dir = tmp_path / "cwd"
     run_dir.mkdir()
