@@ -25,7 +25,7 @@ from gpudiag.collect.parse_logs import parse_context
 from gpudiag.demo.demo_logs import sglang_glm5_lines
 from gpudiag.logs import LogOptions
 from gpudiag.model import HostReport, HostStatus, Severity, SweepReport
-from gpudiag.report import render
+from gpudiag.report import ReportView, render
 from gpudiag.sweep.runner import SweepOptions, sweep
 from gpudiag.transport.ssh import SshOptions, SshTransport
 from gpudiag_node import context as node_context
@@ -98,7 +98,7 @@ def test_the_case_study_end_to_end(sshd_cluster, tmp_path: Path) -> None:  # typ
         "disable_flashinfer_autotune": False}
     assert host.readings.context is not None and host.readings.context.interconnect == "pcie"
 
-    table = render(SweepReport(started_at="x", duration_s=1.0, hosts=(host,)), "table", width=200)
+    table = render(SweepReport(started_at="x", duration_s=1.0, hosts=(host,)), "table", ReportView(width=200))
     assert re.search(r"\n +context +8 GPUs over PCIe only \(PIX/NODE/SYS, no NVLink\)", table), table
     assert "moe_runner_backend=flashinfer_cutlass" in table and "LOG_EXPECTED_ABSENT" in table
 

@@ -72,7 +72,8 @@ def test_new_ongoing_resolved_across_runs(tmp_path: Path) -> None:
     db = sqlite3.connect(tmp_path / "h.sqlite")
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     readings = json.loads(db.execute("SELECT readings FROM gpus WHERE gpu_index = 1 LIMIT 1").fetchone()[0])
-    assert readings["power_w"] == 650.0 and readings["power_pct_of_limit"] == 92.9 and "samples" not in readings
+    assert readings["power_w"] == 650.0 and "samples" not in readings
+    assert readings["power"] == {"watts": 650.0, "source": "power_draw", "pct_of_limit": 92.9}
     assert readings["enforced_power_limit_w"] == 700.0 and readings["sm"] == "SM90"
 
 

@@ -15,13 +15,13 @@ No script at all: hovering uses the browser's own tooltips.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
 from html import escape
 
 from gpudiag.checks.settings import CheckSettings
-from gpudiag.model import GpuReading, Severity, SweepReport
+from gpudiag.model import GpuReading, Severity, SweepReport, worst
 from gpudiag.model.changes import ChangeSet
 from gpudiag.report.counts import findings_by_severity, gpus_by_sm, hosts_by_status
+from gpudiag.report.view import ReportView, Trends
 
 # Okabe-Ito: told apart by colour-blind readers too (https://jfly.uni-koeln.de/color/)
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -129,13 +129,13 @@ def _findings(report: SweepReport) -> str:
     if not by_code:
         return "<p>No findings.</p>"
     out = []
-    for code in sorted(by_code, key=lambda c: (-max(f.severity.rank for f in by_code[c]), c)):
+    for code in sorted(by_code, key=lambda c: (-worst(f.severity for f in by_code[c]).rank, c)):
         found = by_code[code]
         hosts = sorted({f.host for f in found})
-        worst = max((f.severity for f in found), key=lambda s: s.rank)
+        most = worst(f.severity for f in found)
         items = "".join(f"<li>{_sev(f.severity)} {escape(f.host)}"
                         f"{'' if f.gpu is None else f' GPU {f.gpu}'}: {escape(f.summary)}</li>" for f in found)
-        out.append(f'<details class="code"><summary>{_sev(worst)} <b>{escape(code)}</b>: {len(found)} on '
+        out.append(f'<details class="code"><summary>{_sev(most)} <b>{escape(code)}</b>: {len(found)} on '
                    f"{len(hosts)} host{'s' if len(hosts) != 1 else ''}</summary><ul>{items}</ul></details>")
     return "".join(out)
 
@@ -169,8 +169,6 @@ def _changes(changes: ChangeSet | None) -> str:
         f"<th>runs</th></tr>{rows}</table>" if rows else "<p>No findings, before or now.</p>"))
 
 
-# (host, GPU index) -> (reading, values over the recorded runs, oldest first)
-Trends = Mapping[tuple[str, int], tuple[tuple[str, tuple[float | None, ...]], ...]]
 SPARK_W, SPARK_H = 160, 28
 
 
@@ -219,3 +217,8 @@ def render_html(report: SweepReport, changes: ChangeSet | None = None, trends: T
             + "<h2>Utilization against power</h2>" + scatter_svg(report) + _legend(report) + note
             + _changes(changes) + _trends(trends) + "<h2>Findings</h2>" + _findings(report)
             + "<h2>Hosts</h2>" + _hosts(report) + "</body></html>")
+
+
+def render(report: SweepReport, view: ReportView) -> str:
+    """The HTML format (:class:`gpudiag.report.Format`): the page, with the view's changes and trends."""
+    return render_html(report, view.changes, view.trends)
