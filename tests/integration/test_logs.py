@@ -76,7 +76,7 @@ def test_the_case_study_end_to_end(sshd_cluster, tmp_path: Path) -> None:  # typ
     assert codes == [("BUSY_LOW_POWER", i) for i in range(8)] + [("LOG_SIGNATURE", None),
                                                                   ("LOG_EXPECTED_ABSENT", None)]
     busy = host.findings[0]
-    assert 50.0 <= busy.evidence["power_pct_of_limit"] <= 60.0  # type: ignore[operator]
+    assert 50.0 <= busy.evidence["pct_of_limit"] <= 60.0  # type: ignore[operator]
     assert "it reaches the other 7 GPUs over PCIe only (PIX/NODE/SYS, no NVLink)" in busy.summary
     assert "MoE expert parallelism (ep_size=8) sends its all-to-all traffic over PCIe" in busy.summary
     assert ("virtual machine" in busy.summary) is bool(this_machine_is_a_vm())

@@ -1,9 +1,10 @@
 """The table report: cells, the clush-style folding of identical hosts, the golden output.
 
 The golden file ``tests/data/golden/table_basic.txt`` is ``render_table(_basic_report(), width=120)``.
-After an intended change to the layout, regenerate it and review the diff:
+After an intended change to the layout, regenerate it (with every other golden file: tests/unit/report/
+test_golden_reports.py) and review the diff:
 
-    GPUDIAG_REGEN_GOLDEN=1 python3 -m pytest tests/unit/test_report_table.py
+    GPUDIAG_UPDATE_GOLDEN=1 python3 -m pytest -q tests/unit -k golden
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def _lines_with(text: str, needle: str) -> list[str]:
 def test_golden_table_basic():
     text = render_table(_basic_report(), width=120)
 
-    if os.environ.get("GPUDIAG_REGEN_GOLDEN") == "1":
+    if os.environ.get("GPUDIAG_UPDATE_GOLDEN") == "1":
         GOLDEN.parent.mkdir(parents=True, exist_ok=True)
         GOLDEN.write_text(text, encoding="utf-8")
     assert text == GOLDEN.read_text(encoding="utf-8")

@@ -15,10 +15,10 @@ No script at all: hovering uses the browser's own tooltips.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import fields
 from html import escape
 
-from gpudiag.checks.settings import CheckSettings
-from gpudiag.model import GpuReading, Severity, SweepReport, worst
+from gpudiag.model import CheckSettings, GpuReading, Severity, SweepReport, worst
 from gpudiag.model.changes import ChangeSet
 from gpudiag.report.counts import findings_by_severity, gpus_by_sm, hosts_by_status
 from gpudiag.report.view import ReportView, Trends
@@ -28,6 +28,7 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F
 UNKNOWN_SM_COLOUR = "#999999"
 WIDTH, HEIGHT, PAD = 640, 420, 48
 Y_MAX_PCT = 120.0  # power share axis: a GPU above its limit (a brief spike) still shows
+_DEFAULTS = CheckSettings()
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}
@@ -66,9 +67,17 @@ def sm_colours(report: SweepReport) -> dict[str, str]:
     return colours
 
 
-def scatter_svg(report: SweepReport, settings: CheckSettings = CheckSettings()) -> str:
-    """The utilization × power-share scatter: one ``<circle class="gpu">`` per GPU that has both readings."""
+def shaded_settings(report: SweepReport) -> CheckSettings:
+    """The thresholds the scatter shades: the ones the run used (:attr:`SweepReport.settings`), else (a report
+    that does not say: an older document, merged runs that used different ones) the defaults."""
+    return report.settings if report.settings is not None else _DEFAULTS
+
+
+def scatter_svg(report: SweepReport) -> str:
+    """The utilization × power-share scatter: one ``<circle class="gpu">`` per GPU that has both readings, and
+    the BUSY_LOW_POWER region the run's thresholds define (:func:`shaded_settings`) shaded."""
     colours = sm_colours(report)
+    settings = shaded_settings(report)
     busy, low = settings.busy_utilization_pct, settings.low_power_pct
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" id="scatter" width="{WIDTH}" height="{HEIGHT}" '
              f'viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="GPU utilization against power share">',
@@ -104,6 +113,14 @@ def scatter_svg(report: SweepReport, settings: CheckSettings = CheckSettings()) 
                          f'enforced power limit</title></circle>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _region(report: SweepReport) -> str:
+    """The shaded region in words, under the scatter."""
+    settings = shaded_settings(report)
+    return (f"<p>Shaded: BUSY_LOW_POWER, utilization at least {settings.busy_utilization_pct:g}% and power "
+            f"under {settings.low_power_pct:g}% of the enforced limit"
+            f"{'' if report.settings is not None else ' (the default thresholds)'}.</p>")
 
 
 def _legend(report: SweepReport) -> str:
@@ -155,6 +172,20 @@ def _hosts(report: SweepReport) -> str:
     head = "".join(f"<th>{c}</th>" for c in ("host", "status", "GPU", "name", "SM", "util %", "power W",
                                             "% of limit", "findings"))
     return f'<table id="hosts"><tr>{head}</tr>{"".join(rows)}</table>'
+
+
+def _settings(report: SweepReport) -> str:
+    """The thresholds the checks judged by, each beside its default where the run changed it; each finding's
+    evidence names the ones that decided it."""
+    if report.settings is None:
+        return ("<p>This report does not say which thresholds its checks used (an older report, or merged runs "
+                "that used different ones): the scatter shades the defaults.</p>")
+    rows = []
+    for f in fields(CheckSettings):
+        value, default = getattr(report.settings, f.name), getattr(_DEFAULTS, f.name)
+        changed = "" if value == default else f"default {default:g}"
+        rows.append(f"<tr><td>{escape(f.name)}</td><td>{value:g}</td><td>{changed}</td></tr>")
+    return f'<table id="settings"><tr><th>setting</th><th>value</th><th></th></tr>{"".join(rows)}</table>'
 
 
 def _changes(changes: ChangeSet | None) -> str:
@@ -215,8 +246,9 @@ def render_html(report: SweepReport, changes: ChangeSet | None = None, trends: T
             "img-src data:\"><title>gpudiag sweep " + escape(report.started_at) + "</title><style>" + _CSS
             + "</style></head><body><h1>gpudiag sweep</h1>" + _summary(report)
             + "<h2>Utilization against power</h2>" + scatter_svg(report) + _legend(report) + note
+            + _region(report)
             + _changes(changes) + _trends(trends) + "<h2>Findings</h2>" + _findings(report)
-            + "<h2>Hosts</h2>" + _hosts(report) + "</body></html>")
+            + "<h2>Hosts</h2>" + _hosts(report) + "<h2>Thresholds</h2>" + _settings(report) + "</body></html>")
 
 
 def render(report: SweepReport, view: ReportView) -> str:
