@@ -4,8 +4,9 @@ so it works as a mail attachment or on an air-gapped laptop. Pure: returns text.
 The page: the summary, the findings grouped by code with their hosts folded (``<details>``), the per-host
 table, what changed since the last run (with ``--history``), and a scatter of every GPU's utilization against
 its power as a share of its enforced limit (:meth:`gpudiag.model.GpuReading.power`), coloured by SM family,
-with the BUSY_LOW_POWER region shaded and each point naming its host and GPU on hover (an SVG ``<title>``),
-and, with history, a sparkline per flagged GPU (utilization and power share over the recorded runs).
+with the BUSY_LOW_POWER region the run's thresholds define shaded (:attr:`SweepReport.settings`) and each point
+naming its host and GPU on hover (an SVG ``<title>``), with history a sparkline per flagged GPU (utilization
+and power share over the recorded runs), and the thresholds the checks judged by.
 
 Inline SVG rather than a plotting library: one scatter with a shaded rectangle is ~60 lines, adds no
 dependency, and a library's HTML output would either fetch its JavaScript from a CDN or inline megabytes of it.
