@@ -98,7 +98,7 @@ def test_run_record_change_resolve_and_notify(small_cluster, tmp_path: Path, web
     rows = json.loads(shown.stdout)
     assert [r["run"] for r in rows] == [5, 4, 3, 2, 1]  # the plain run was not recorded
     assert [bool(r["findings"]) for r in rows] == [False, True, True, False, False]
-    assert rows[1]["readings"]["utilization_pct"] is not None and rows[1]["readings"]["power_pct_of_limit"] < 60
+    assert rows[1]["readings"]["utilization_pct"] is not None and rows[1]["readings"]["power"]["pct_of_limit"] < 60
     table = cli("history", str(history))
     assert table.returncode == 0 and table.stdout.splitlines()[0].split()[:3] == ["run", "started", "exit"]
 

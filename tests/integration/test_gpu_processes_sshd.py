@@ -14,7 +14,7 @@ import pytest
 
 from gpudiag.checks import CheckSettings
 from gpudiag.model import HostReport, SweepReport
-from gpudiag.report import render
+from gpudiag.report import ReportView, render
 from gpudiag.sweep.runner import SweepOptions, sweep
 from gpudiag.transport.ssh import SshOptions, SshTransport
 
@@ -48,7 +48,7 @@ def test_case_study_node_gets_its_log_found_by_itself(sshd_cluster, source: str)
     assert busy.evidence["process"] == "pid 48213 sglang (job 81723)" and busy.evidence["job_id"] == "81723"
     assert busy.evidence["sm_activity"].startswith("SM activity not available")
 
-    table = render(SweepReport(started_at="x", duration_s=1.0, hosts=(host,)), "table", width=200)
+    table = render(SweepReport(started_at="x", duration_s=1.0, hosts=(host,)), "table", ReportView(width=200))
     assert re.search(r"\n +gpu 0-7 +pid 48213 sglang \(job 81723\), uid 1001, 0% CPU, 89\.6 GiB", table), table
     assert re.search(r"\n +log +\S+sglang-glm5\.log: found as the stdout and stderr of pid 48213", table), table
 

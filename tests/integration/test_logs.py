@@ -25,7 +25,7 @@ from gpudiag.collect.parse_logs import parse_context
 from gpudiag.demo.demo_logs import sglang_glm5_lines
 from gpudiag.logs import LogOptions
 from gpudiag.model import HostReport, HostStatus, Severity, SweepReport
-from gpudiag.report import render
+from gpudiag.report import ReportView, render
 from gpudiag.sweep.runner import SweepOptions, sweep
 from gpudiag.transport.ssh import SshOptions, SshTransport
 from gpudiag_node import context as node_context
@@ -76,7 +76,7 @@ def test_the_case_study_end_to_end(sshd_cluster, tmp_path: Path) -> None:  # typ
     assert codes == [("BUSY_LOW_POWER", i) for i in range(8)] + [("LOG_SIGNATURE", None),
                                                                   ("LOG_EXPECTED_ABSENT", None)]
     busy = host.findings[0]
-    assert 50.0 <= busy.evidence["power_pct_of_limit"] <= 60.0  # type: ignore[operator]
+    assert 50.0 <= busy.evidence["pct_of_limit"] <= 60.0  # type: ignore[operator]
     assert "it reaches the other 7 GPUs over PCIe only (PIX/NODE/SYS, no NVLink)" in busy.summary
     assert "MoE expert parallelism (ep_size=8) sends its all-to-all traffic over PCIe" in busy.summary
     assert ("virtual machine" in busy.summary) is bool(this_machine_is_a_vm())
@@ -98,7 +98,7 @@ def test_the_case_study_end_to_end(sshd_cluster, tmp_path: Path) -> None:  # typ
         "disable_flashinfer_autotune": False}
     assert host.readings.context is not None and host.readings.context.interconnect == "pcie"
 
-    table = render(SweepReport(started_at="x", duration_s=1.0, hosts=(host,)), "table", width=200)
+    table = render(SweepReport(started_at="x", duration_s=1.0, hosts=(host,)), "table", ReportView(width=200))
     assert re.search(r"\n +context +8 GPUs over PCIe only \(PIX/NODE/SYS, no NVLink\)", table), table
     assert "moe_runner_backend=flashinfer_cutlass" in table and "LOG_EXPECTED_ABSENT" in table
 

@@ -86,7 +86,7 @@ def test_node_exporter_serves_the_prom_file(node_exporter: tuple[str, Path]) -> 
     labels = 'gpu="0",host="gpu01",sm="SM90",uuid="GPU-5f1b2c3d"'
     for expected in (f"gpudiag_gpu_utilization_ratio{{{labels}}} 1",
                      f"gpudiag_gpu_power_watts{{{labels}}} 210",
-                     f"gpudiag_gpu_power_of_enforced_limit_ratio{{{labels}}} 0.3",
+                     f"gpudiag_gpu_power_limit_ratio{{{labels}}} 0.3",
                      f"gpudiag_gpu_sm_clock_hertz{{{labels}}} 1.98e+09",
                      f"gpudiag_gpu_temperature_celsius{{{labels}}} 61",
                      'gpudiag_finding{code="BUSY_LOW_POWER",gpu="0",host="gpu01",severity="warning"} 1',

@@ -76,7 +76,7 @@ def test_case_study_node_is_flagged_busy_low_power_on_every_gpu(scenario_sweep: 
     for gpu, finding in zip(host.gpus, host.findings, strict=True):
         assert (gpu.compute_capability, gpu.sm, gpu.arch) == ("12.0", "SM120", "Blackwell (RTX)")
         assert gpu.enforced_power_limit_w == 600.0 and gpu.utilization_pct == 100.0
-        assert 50.0 <= finding.evidence["power_pct_of_limit"] <= 60.0  # type: ignore[operator]
+        assert 50.0 <= finding.evidence["pct_of_limit"] <= 60.0  # type: ignore[operator]
         assert finding.severity is Severity.WARNING
 
 
@@ -282,7 +282,7 @@ def test_cli_json_from_an_inventory(sshd_cluster, tmp_path: Path) -> None:  # ty
     done = _cli("sweep", "-i", str(inventory), "--format", "json", "--samples", "2", "--interval", "0.1")
     assert done.returncode == 1, done.stderr
     doc = json.loads(done.stdout)
-    assert doc["schema"] == "gpudiag.sweep/2"
+    assert doc["schema"] == "gpudiag.sweep/3"
     assert [h["host"] for h in doc["hosts"]] == ["sick", "fine"]
     assert doc["summary"]["findings_by_code"] == {"BUSY_LOW_POWER": 8}
     assert doc["summary"]["exit_code"] == 1

@@ -38,7 +38,8 @@ def test_prometheus_text() -> None:
     assert "# TYPE gpudiag_gpu_power_watts gauge" in lines
     labels = 'host="gpu01",gpu="1",uuid="GPU-00000000-0000-0000-0000-000000000001",sm="SM120"'
     assert f"gpudiag_gpu_power_watts{{{labels}}} 90.0" in lines
-    assert f"gpudiag_gpu_power_of_enforced_limit_ratio{{{labels}}} 0.129" in lines
+    # the share unrounded (90/700), not the JSON's one-decimal percent divided by 100
+    assert f"gpudiag_gpu_power_limit_ratio{{{labels}}} {90.0 / 700.0!r}" in lines
     assert 'gpudiag_finding{host="gpu01",gpu="1",code="BUSY_LOW_POWER",severity="critical"} 1' in lines
     assert 'gpudiag_host_status{host="gpu02",status="timeout"} 1' in lines
     assert "gpudiag_run_exit_code 2" in lines
@@ -117,7 +118,7 @@ def test_output_and_quiet_without_history(tmp_path: Path) -> None:
     out = tmp_path / "sub" / "r.json"
     outcome = audit(report(), OutputRequest(format=OutputFormat.JSON, quiet=True), AuditOptions(output=out))
     assert (outcome.stdout, outcome.exit_code) == ("", 2)
-    assert json.loads(out.read_text())["schema"] == "gpudiag.sweep/2"
+    assert json.loads(out.read_text())["schema"] == "gpudiag.sweep/3"
     shown = audit(report(), OutputRequest(format=OutputFormat.JSON), AuditOptions())
     assert json.loads(shown.stdout) == json.loads(out.read_text())
 
@@ -132,5 +133,5 @@ def test_html_with_history_has_a_sparkline_per_flagged_gpu(tmp_path: Path) -> No
     page = (tmp_path / "r.html").read_text()
     assert outcome.stdout == "" and page.count('<svg class="sparkline"') == 2  # utilization, power share
     trends = page.split('<table id="trends">')[1].split("</table>")[0]
-    assert "gpu01 GPU 1" in trends and "gpu01 GPU 0" not in trends and "power_pct_of_limit: 12.9 now" in trends
+    assert "gpu01 GPU 1" in trends and "gpu01 GPU 0" not in trends and "power.pct_of_limit: 12.9 now" in trends
     assert trends.count("<polyline") == 2

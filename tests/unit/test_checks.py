@@ -36,11 +36,12 @@ def test_case_study_gpu_is_flagged_with_full_evidence() -> None:
         summary="reads 100% busy but draws 330 W of its 600 W enforced limit (55%), memory 25% busy, "
                 "SM clock 2400 of 2430 MHz: a kernel is always resident but few SMs do work - launch-bound, "
                 "latency-bound, or waiting on communication",
-        evidence={"utilization_pct": 100.0, "memory_utilization_pct": 25.0, "power_w": 330.0,
-                  "enforced_power_limit_w": 600.0, "power_pct_of_limit": 55.0,
+        evidence={"utilization_pct": 100.0, "memory_utilization_pct": 25.0, "watts": 330.0,
+                  "enforced_power_limit_w": 600.0, "pct_of_limit": 55.0,
                   "power_source": "median of 5 power.draw samples", "sm_clock_mhz": 2400.0,
                   "max_sm_clock_mhz": 2430.0, "samples": 5, "busy_utilization_pct": 90.0,
-                  "low_power_pct": 60.0, "starved_sm_activity_pct": 20.0,
+                  "low_power_pct": 60.0, "bandwidth_memory_utilization_pct": 60.0,
+                  "starved_sm_activity_pct": 20.0,
                   "sm_activity": "SM activity not available (no GPM reading for this GPU and no DCGM profiling "
                                  "on this node)"}),)
 
@@ -89,7 +90,8 @@ def test_bad_settings_are_one_line_errors(overrides: dict[str, object], problem:
 def test_power_limit_reduced() -> None:
     (f,) = power_limit_reduced("h", gpu(enforced_power_limit_w=450.0, default_power_limit_w=700.0), S)
     assert f.code == "POWER_LIMIT_REDUCED" and f.severity is Severity.WARNING
-    assert f.evidence == {"enforced_power_limit_w": 450.0, "default_power_limit_w": 700.0, "pct_of_default": 64.3}
+    assert f.evidence == {"enforced_power_limit_w": 450.0, "default_power_limit_w": 700.0, "pct_of_default": 64.3,
+                          "power_limit_tolerance_w": 1.0}
     assert power_limit_reduced("h", gpu(enforced_power_limit_w=699.5, default_power_limit_w=700.0), S) == ()
     assert power_limit_reduced("h", gpu(default_power_limit_w=None), S) == ()
 
@@ -163,7 +165,7 @@ def test_lost_gpu_and_ecc_are_critical() -> None:
 def test_busy_low_power_prefers_the_energy_counter_average() -> None:
     g = gpu(**{**CASE_STUDY, "power_w": 500.0, "energy_power_w": 330.0}, samples=[sample()] * 5)
     (f,) = busy_low_power("h", g, S)
-    assert f.evidence["power_w"] == 330.0 and f.evidence["power_pct_of_limit"] == 55.0
+    assert f.evidence["watts"] == 330.0 and f.evidence["pct_of_limit"] == 55.0
     assert f.evidence["power_source"] == "average over the window from NVML's total-energy counter"
     # A spike in the instantaneous samples does not hide a starved GPU, and vice versa:
     assert busy_low_power("h", gpu(**{**CASE_STUDY, "power_w": 300.0, "energy_power_w": 500.0}), S) == ()

@@ -25,7 +25,7 @@ from gpudiag.cli.request import HostSelection, SelectedHosts, SweepRequest, Thre
 from gpudiag.logs import LogOptions, LogPlan
 from gpudiag.logs.plan import Planner
 from gpudiag.model import Host
-from gpudiag.report import OutputFormat, render
+from gpudiag.report import OutputFormat, ReportView, render
 from gpudiag.sweep.runner import SweepOptions
 
 ENV = {"PATH": "/usr/bin:/bin"}  # no nvidia-smi here, whatever the machine has
@@ -174,6 +174,6 @@ def test_the_json_report_carries_raw_samples_only_when_asked() -> None:
     samples = [sample(t_s=0.5 * k, power_w=300.0 + k) for _ in (0, 1) for k in range(3)]
     report = sweep(host_report("gpu01", gpus=[gpu(index=i, samples=samples[3 * i:3 * i + 3]) for i in (0, 1)]))
     plain = json.loads(render(report, OutputFormat.JSON))
-    detailed = json.loads(render(report, OutputFormat.JSON, samples_detail=True))
+    detailed = json.loads(render(report, OutputFormat.JSON, ReportView(samples_detail=True)))
     assert [g.get("samples") or [] for g in plain["hosts"][0]["gpus"]] == [[], []]
     assert [len(g["samples"]) for g in detailed["hosts"][0]["gpus"]] == [3, 3]

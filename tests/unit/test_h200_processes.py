@@ -81,7 +81,7 @@ def test_host_bound_names_the_process_its_cpu_and_the_gpu() -> None:
     (finding,) = evaluate("h200", HostStatus.OK, None, node("eager_decode"), S)
     e = finding.evidence
     assert e["command"] == "python3 bench/gpu_workloads.py eager_decode" and e["user"] == "root"
-    assert e["process_cpu_pct"] >= 99 and 5 <= e["utilization_pct"] <= 50 and 120 <= e["power_w"] <= 160
+    assert e["process_cpu_pct"] >= 99 and 5 <= e["utilization_pct"] <= 50 and 120 <= e["watts"] <= 160
     assert finding.summary.startswith(f"pid {e['pid']} gpu_workloads.py uses 100% of a CPU core while the GPU "
                                       "is only 26% busy at 142 W")
     assert "capture CUDA graphs" in finding.summary

@@ -62,7 +62,7 @@ def test_spin_evidence_is_the_real_numbers() -> None:
     gpu = node.gpus[0]
     assert finding.evidence["utilization_pct"] == gpu.utilization_pct == 100.0
     assert finding.evidence["enforced_power_limit_w"] == 700.0
-    assert finding.evidence["power_pct_of_limit"] < 25.0  # type: ignore[operator]
+    assert finding.evidence["pct_of_limit"] < 25.0  # type: ignore[operator]
     assert gpu.sm_clock_mhz == 1980.0  # clocks at max: not a slowdown, the SMs are just idle
 
 
@@ -78,7 +78,7 @@ def test_nvml_recordings_carry_the_energy_average_and_the_verdict_uses_it() -> N
     assert gpu.energy_power_w is not None and gpu.power_w is not None
     assert abs(gpu.energy_power_w - gpu.power_w) < 5.0
     (finding,) = evaluate("h200", HostStatus.OK, None, node, CheckSettings())
-    assert finding.evidence["power_w"] == gpu.energy_power_w
+    assert finding.evidence["watts"] == gpu.energy_power_w
     assert finding.evidence["power_source"] == "average over the window from NVML's total-energy counter"
 
 

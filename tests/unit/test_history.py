@@ -72,7 +72,8 @@ def test_new_ongoing_resolved_across_runs(tmp_path: Path) -> None:
     db = sqlite3.connect(tmp_path / "h.sqlite")
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     readings = json.loads(db.execute("SELECT readings FROM gpus WHERE gpu_index = 1 LIMIT 1").fetchone()[0])
-    assert readings["power_w"] == 650.0 and readings["power_pct_of_limit"] == 92.9 and "samples" not in readings
+    assert readings["power_w"] == 650.0 and "samples" not in readings
+    assert readings["power"] == {"watts": 650.0, "source": "power_draw", "pct_of_limit": 92.9}
     assert readings["enforced_power_limit_w"] == 700.0 and readings["sm"] == "SM90"
 
 
@@ -188,3 +189,27 @@ def test_kill_9_mid_write_leaves_the_history_as_it_was(tmp_path: Path) -> None:
         changes = history.record(faulty(10), now_s=T0).changes
     assert [(c.state, c.finding.runs) for c in changes.findings] == [(ChangeState.ONGOING, 2)]
     assert changes.findings[0].finding.severity is Severity.CRITICAL
+
+
+def test_rows_recorded_before_the_power_object_read_as_new_ones(tmp_path: Path) -> None:
+    """A history written by gpudiag before gpudiag.sweep/3 kept the power in power_watts and
+    power_pct_of_limit: its trends and rows read as today's power object."""
+    path = tmp_path / "h.sqlite"
+    with History.open(path) as history:
+        for minute in (0, 5):
+            history.record(faulty(minute), now_s=T0)
+    db = sqlite3.connect(path)
+    (run_id, readings), *_ = db.execute("SELECT run_id, readings FROM gpus WHERE gpu_index = 1 ORDER BY run_id")
+    old = json.loads(readings)
+    power = old.pop("power")
+    old.update(power_watts=power["watts"], power_pct_of_limit=power["pct_of_limit"])  # as it was written then
+    db.execute("UPDATE gpus SET readings = ? WHERE run_id = ? AND gpu_index = 1", (json.dumps(old), run_id))
+    db.commit()
+    db.close()
+    with History.open(path) as history:
+        key = gpu_keys(faulty(0))[("gpu01", 1)]
+        assert history.trend("gpu01", key, "power.pct_of_limit") == (power["pct_of_limit"],) * 2
+        assert history.trend("gpu01", key, "power.watts") == (power["watts"],) * 2
+        (oldest,) = [r for r in history.gpu_rows("gpu01", "1") if r["run"] == run_id]
+        assert oldest["readings"]["power"] == {"watts": power["watts"], "pct_of_limit": power["pct_of_limit"]}
+        assert "power_watts" not in oldest["readings"]

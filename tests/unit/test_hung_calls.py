@@ -23,7 +23,7 @@ from gpudiag.collect.parse import parse_probe
 from gpudiag.collect.remote import CollectorCall, call_bound_s, collector_call
 from gpudiag.model import Host, HostStatus, HungCall, NodeReadings, Severity, SmiStatus, host_status_label
 from gpudiag.model.choices import Source
-from gpudiag.report import OutputFormat, render
+from gpudiag.report import OutputFormat, ReportView, render
 from gpudiag.report.json_report import from_document, to_document
 from gpudiag.transport.base import RemoteCommand
 from gpudiag.transport.local import LocalTransport
@@ -149,7 +149,7 @@ def test_the_status_says_the_gpus_hung_beside_ok_and_survives_json() -> None:
     node = _hung_readings(gpus_read=False)
     host = host_report("gpu01", readings=node)
     assert host_status_label(host) == "ok, gpus: hung"
-    table = render(sweep(host), OutputFormat.TABLE, width=200)
+    table = render(sweep(host), OutputFormat.TABLE, ReportView(width=200))
     assert "ok, gpus: hung" in table
     back = from_document(json.loads(json.dumps(to_document(sweep(host)))))
     assert back.hosts[0].readings is not None and back.hosts[0].readings.hung_calls == node.hung_calls

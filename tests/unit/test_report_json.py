@@ -1,4 +1,4 @@
-"""The JSON report: schema gpudiag.sweep/2, derived values, the summary block, and the round trip."""
+"""The JSON report: schema gpudiag.sweep/3, derived values, the summary block, and the round trip."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from builders import finding, gpu, host_report, node, sample, sweep
 
 from gpudiag.model import (
     SWEEP_SCHEMA,
+    CheckSettings,
     GpuLink,
     GpuReading,
     GpuSample,
@@ -111,8 +112,8 @@ def test_without_samples_detail_the_combined_readings_stay_and_the_samples_go():
 def test_top_level_keys_in_schema_order():
     doc = to_document(_report())
 
-    assert list(doc) == ["schema", "started_at", "duration_s", "hosts", "summary"]
-    assert doc["schema"] == SWEEP_SCHEMA == "gpudiag.sweep/2"
+    assert list(doc) == ["schema", "started_at", "duration_s", "settings", "hosts", "summary"]
+    assert doc["schema"] == SWEEP_SCHEMA == "gpudiag.sweep/3"
 
 
 def test_host_node_gpu_sample_finding_keys():
@@ -132,9 +133,9 @@ def test_host_node_gpu_sample_finding_keys():
     assert list(host["node"]["context"]) == names(NodeContext) + ["interconnect", "is_vm"]
     assert list(host["node"]["context"]["links"][0]) == names(GpuLink) + ["kind"]
     assert list(host["gpus"][0]) == names(GpuReading, skip={"samples"}) + [
-        "power", "power_pct_of_limit", "clock_event_reasons"]
+        "power", "clock_event_reasons"]
     detailed = to_document(_report(), samples_detail=True)["hosts"][1]["gpus"][1]
-    assert list(detailed)[-4:] == ["samples", "power", "power_pct_of_limit", "clock_event_reasons"]
+    assert list(detailed)[-3:] == ["samples", "power", "clock_event_reasons"]
     assert list(detailed["samples"][0]) == names(GpuSample)
     assert list(host["findings"][0]) == ["code", "severity", "host", "gpu", "summary", "evidence"]
 
@@ -162,7 +163,6 @@ def test_values_are_written_as_json_values():
 
     assert busy["clock_event_reasons"] == ["sw_power_cap", "hw_slowdown"]
     assert busy["clock_event_reasons_mask"] == 0x4 | 0x8
-    assert busy["power_pct_of_limit"] == 12.9
     assert busy["power"] == {"watts": 90.0, "source": "power_draw", "pct_of_limit": 12.9}
     assert doc["hosts"][1]["findings"][0]["severity"] == "critical"
     assert doc["hosts"][1]["findings"][0]["evidence"]["samples_w"] == [88.0, 92.0]
@@ -170,7 +170,7 @@ def test_values_are_written_as_json_values():
     assert partial["node"]["smi_status"] == "failed"
     assert partial["node"]["problems"] == ["nvidia-smi -q timed out"]
     assert partial["gpus"][0]["lost"] is True
-    assert partial["gpus"][0]["power_pct_of_limit"] is None
+    assert partial["gpus"][0]["power"] is None
     node = doc["hosts"][1]["node"]
     assert node["logs"][0]["facts"][0]["values"] == {"tp_size": 8, "disable_flashinfer_autotune": False,
                                                     "model_path": "/m", "mem_fraction_static": 0.88,
@@ -209,7 +209,7 @@ def test_host_that_did_not_answer_has_null_node_and_no_gpus():
 def test_power_pct_of_limit(power_w, enforced_power_limit_w, expected):
     g = gpu(power_w=power_w, enforced_power_limit_w=enforced_power_limit_w)
     (written,) = to_document(sweep(host_report("h", gpus=[g])))["hosts"][0]["gpus"]
-    assert written["power_pct_of_limit"] == expected
+    assert "power_pct_of_limit" not in written  # schema 3: the share is said once, in the power object
     assert (written["power"] or {}).get("pct_of_limit") == expected
 
 
@@ -253,15 +253,15 @@ def test_render_json_is_indented_and_stable():
     report = _report()
 
     assert render_json(report) == render_json(report)
-    assert render_json(report).startswith('{\n  "schema": "gpudiag.sweep/2",\n  "started_at"')
+    assert render_json(report).startswith('{\n  "schema": "gpudiag.sweep/3",\n  "started_at"')
 
 
-@pytest.mark.parametrize("schema", ["gpudiag.sweep/3", "gpudiag.probe/1", None])
+@pytest.mark.parametrize("schema", ["gpudiag.sweep/4", "gpudiag.probe/1", None])
 def test_from_document_refuses_another_schema(schema):
     doc = to_document(_report())
     doc["schema"] = schema
 
-    with pytest.raises(ValueError, match="not a gpudiag.sweep/2 document") as info:
+    with pytest.raises(ValueError, match="not a gpudiag.sweep/3 document") as info:
         from_document(doc)
     assert "\n" not in str(info.value)
 
@@ -280,7 +280,7 @@ def test_from_document_refuses_a_malformed_document_in_one_line(damage, message)
     doc = json.loads(render_json(_report()))
     damage(doc)
 
-    with pytest.raises(ValueError, match="malformed gpudiag.sweep/2 document") as info:
+    with pytest.raises(ValueError, match="malformed gpudiag.sweep/3 document") as info:
         from_document(doc)
     assert message in str(info.value)
     assert "\n" not in str(info.value)
@@ -288,13 +288,38 @@ def test_from_document_refuses_a_malformed_document_in_one_line(damage, message)
 
 def test_from_document_ignores_derived_values():
     doc = to_document(_report(), samples_detail=True)
-    doc["hosts"][1]["gpus"][1]["power_pct_of_limit"] = 99.0
+    doc["hosts"][1]["gpus"][1]["power"]["pct_of_limit"] = 99.0
     doc["summary"] = {"exit_code": 0}
 
     assert from_document(doc) == _report()
 
 
-def test_a_schema_1_document_is_read_as_schema_2():
+def test_a_schema_2_document_is_read_as_schema_3():
+    """Shards written by gpudiag.sweep/2 still merge: the share said twice (power_pct_of_limit beside the
+    power object) is a derived value, not read back; there is no settings block (not known)."""
+    report = dataclasses.replace(_report(), settings=CheckSettings(low_power_pct=40.0))
+    doc = to_document(report, samples_detail=True)
+    doc["schema"] = "gpudiag.sweep/2"
+    del doc["settings"]
+    for host in doc["hosts"]:
+        for g in host["gpus"]:
+            g["power_pct_of_limit"] = (g["power"] or {}).get("pct_of_limit")
+
+    assert from_document(doc) == dataclasses.replace(report, settings=None)
+
+
+def test_the_settings_block_is_written_and_read_back():
+    report = dataclasses.replace(_report(), settings=CheckSettings(low_power_pct=40.0))
+    doc = to_document(report)
+
+    assert doc["settings"] == {f.name: getattr(CheckSettings(low_power_pct=40.0), f.name)
+                               for f in fields(CheckSettings)}
+    assert doc["settings"]["low_power_pct"] == 40.0
+    assert from_document(json.loads(render_json(report))).settings == CheckSettings(low_power_pct=40.0)
+    assert to_document(_report())["settings"] is None  # a report that does not say: null, not the defaults
+
+
+def test_a_schema_1_document_is_read_as_schema_3():
     """Shards written before schema 2 still merge: power_limit_w and reason names are read as today's."""
     doc = to_document(_report(), samples_detail=True)
     doc["schema"] = "gpudiag.sweep/1"

@@ -1,9 +1,10 @@
 """The table report: cells, the clush-style folding of identical hosts, the golden output.
 
 The golden file ``tests/data/golden/table_basic.txt`` is ``render_table(_basic_report(), width=120)``.
-After an intended change to the layout, regenerate it and review the diff:
+After an intended change to the layout, regenerate it (with every other golden file: tests/unit/report/
+test_golden_reports.py) and review the diff:
 
-    GPUDIAG_REGEN_GOLDEN=1 python3 -m pytest tests/unit/test_report_table.py
+    GPUDIAG_UPDATE_GOLDEN=1 python3 -m pytest -q tests/unit -k golden
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 from builders import finding, gpu, host_report, node, sweep
 
 from gpudiag.model import HostStatus, Severity, SmiStatus
-from gpudiag.report import OutputFormat, render
+from gpudiag.report import FORMATS, OutputFormat, ReportView, render
 from gpudiag.report.fold import group_identical
 from gpudiag.report.table import (
     clock_cell,
@@ -101,7 +102,7 @@ def _lines_with(text: str, needle: str) -> list[str]:
 def test_golden_table_basic():
     text = render_table(_basic_report(), width=120)
 
-    if os.environ.get("GPUDIAG_REGEN_GOLDEN") == "1":
+    if os.environ.get("GPUDIAG_UPDATE_GOLDEN") == "1":
         GOLDEN.parent.mkdir(parents=True, exist_ok=True)
         GOLDEN.write_text(text, encoding="utf-8")
     assert text == GOLDEN.read_text(encoding="utf-8")
@@ -227,13 +228,13 @@ def test_one_power_figure_in_the_table_the_json_and_the_finding():
     (found,) = evaluate("h", HostStatus.OK, None, node([g]), CheckSettings())
     report = sweep(host_report("h", gpus=[g], findings=[found]))
 
-    assert (found.code, found.evidence["power_w"], found.evidence["power_pct_of_limit"]) == (
+    assert (found.code, found.evidence["watts"], found.evidence["pct_of_limit"]) == (
         "BUSY_LOW_POWER", 330.0, 55.0)
     assert "330 W of its 600 W enforced limit (55%)" in found.summary
     assert found.evidence["power_source"] == "average over the window from NVML's total-energy counter"
     (written,) = to_document(report)["hosts"][0]["gpus"]
     assert written["power"] == {"watts": 330.0, "source": "energy_counter", "pct_of_limit": 55.0}
-    assert written["power_pct_of_limit"] == 55.0
+    assert "power_pct_of_limit" not in written
     text = render_table(report, width=160)
     assert "330/600 W (55%)" in text and "83%" not in text
     assert "  power     shown as energy-counter average (1 GPU)" in text.splitlines()
@@ -339,19 +340,21 @@ def test_summary_line():
 
 @pytest.mark.parametrize("fmt", [OutputFormat.TABLE, "table", OutputFormat.JSON, "json"])
 def test_render_dispatches_on_format(fmt):
-    text = render(_basic_report(), fmt, width=120, color=False)
+    text = render(_basic_report(), fmt, ReportView(width=120, color=False))
 
     if OutputFormat(fmt) is OutputFormat.JSON:
-        assert text.startswith('{\n  "schema": "gpudiag.sweep/2"')
+        assert text.startswith('{\n  "schema": "gpudiag.sweep/3"')
     else:
         assert text == render_table(_basic_report(), width=120)
 
 
-def test_render_refuses_unknown_format_and_options():
+def test_every_format_choice_has_one_entry():
+    assert [name for name, _ in FORMATS] == list(OutputFormat)
+
+
+def test_render_refuses_unknown_format():
     with pytest.raises(ValueError):
         render(_basic_report(), "yaml")
-    with pytest.raises(TypeError, match="indent"):
-        render(_basic_report(), OutputFormat.JSON, indent=4)
 
 
 def test_same_finding_on_several_gpus_of_a_host_is_one_line():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from builders import finding, host_report, sweep
 
-from gpudiag.model import Host, HostStatus, Severity
+from gpudiag.model import Host, HostStatus, Severity, SweepReport
 from gpudiag.sweep.shard import ShardError, merge, parse_shard, select_shard, shard_of
 
 HOSTS = tuple(Host(name=f"gpu{i:04d}") for i in range(1000))
@@ -53,3 +53,36 @@ def test_merge_refuses_a_host_in_two_reports() -> None:
         merge([("a.json", sweep(host_report("gpu01"))), ("b.json", sweep(host_report("gpu01")))])
     with pytest.raises(ShardError, match="nothing to merge"):
         merge([])
+
+
+def test_merge_keeps_the_settings_the_shards_agree_on() -> None:
+    import dataclasses
+
+    from gpudiag.model import CheckSettings
+
+    def shard(host: str, settings: CheckSettings | None) -> SweepReport:
+        return dataclasses.replace(sweep(host_report(host)), settings=settings)
+
+    forty = CheckSettings(low_power_pct=40.0)
+    assert merge([("a", shard("gpu01", forty)), ("b", shard("gpu02", forty))]).settings == forty
+    # Runs judged by different thresholds, or one that does not say (a gpudiag.sweep/2 shard): not one set.
+    assert merge([("a", shard("gpu01", forty)), ("b", shard("gpu02", CheckSettings()))]).settings is None
+    assert merge([("a", shard("gpu01", forty)), ("b", shard("gpu02", None))]).settings is None
+
+
+def test_a_schema_2_shard_merges_with_a_schema_3_one() -> None:
+    import dataclasses
+    import json
+
+    from gpudiag.model import CheckSettings
+    from gpudiag.report.json_report import from_document, render_json
+
+    new = dataclasses.replace(sweep(host_report("gpu01")), settings=CheckSettings())
+    old = json.loads(render_json(sweep(host_report("gpu02"))))
+    old["schema"] = "gpudiag.sweep/2"
+    del old["settings"]
+    for g in old["hosts"][0]["gpus"]:
+        g["power_pct_of_limit"] = g["power"]["pct_of_limit"]  # /2 said the share twice
+    merged = merge([("new.json", from_document(json.loads(render_json(new)))), ("old.json", from_document(old))])
+    assert [h.host for h in merged.hosts] == ["gpu01", "gpu02"] and merged.settings is None
+    assert merged.hosts[1].gpus == sweep(host_report("gpu02")).hosts[0].gpus

@@ -9,7 +9,7 @@ from builders import finding, gpu, host_report, node, sweep
 
 from gpudiag.cli.live import render_watch
 from gpudiag.model import HostStatus, LogLine, LogMatch, LogScan
-from gpudiag.report import OutputFormat, render
+from gpudiag.report import OutputFormat, ReportView, render
 from gpudiag.report.inventory_table import render_inventory
 from gpudiag.report.logs_report import render_grep
 from gpudiag.report.terminal import safe, safe_lines
@@ -35,7 +35,8 @@ def _report():
 
 @pytest.mark.parametrize("color", [False, True])
 def test_the_table_escapes_node_text(color: bool) -> None:
-    _clean(render(_report(), OutputFormat.TABLE, color=color) if color else render(_report(), OutputFormat.TABLE))
+    _clean(render(_report(), OutputFormat.TABLE, ReportView(color=color)) if color
+           else render(_report(), OutputFormat.TABLE))
 
 
 def test_grep_escapes_log_lines() -> None:

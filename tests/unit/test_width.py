@@ -86,8 +86,8 @@ def test_plain_table_drops_what_matters_least_and_wraps_the_last_column() -> Non
 
 def test_history_rows_fit_80() -> None:
     row = {"run": 12, "started_at": "2026-12-01T12:00:00+00:00", "status": "ok", "gpu": 3,
-           "readings": {"utilization_pct": 99.0, "memory_utilization_pct": 40.0, "power_watts": 400.0,
-                        "power_pct_of_limit": 57.1, "sm_clock_mhz": 1980.0, "temperature_c": 60.0, "pcie_gen": 5},
+           "readings": {"utilization_pct": 99.0, "memory_utilization_pct": 40.0, "power": {"watts": 400.0,
+                        "pct_of_limit": 57.1}, "sm_clock_mhz": 1980.0, "temperature_c": 60.0, "pcie_gen": 5},
            "findings": [{"code": "BUSY_LOW_POWER", "state": "open", "runs": 3}, {"code": "XID", "state": "new",
                                                                               "runs": 1}]}
     text = render_gpu_rows([row] * 3, width=80)

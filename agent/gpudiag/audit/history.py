@@ -26,6 +26,8 @@ from gpudiag.audit.changes import compare
 from gpudiag.model import GpuReading, Severity, SweepReport
 from gpudiag.model.changes import ChangeSet, ChangeState, FlapRule, OpenFinding, PastRun, epoch_of, gpu_keys
 from gpudiag.model.json_codec import encode, plain
+from gpudiag.report.history_table import reading_of
+from gpudiag.report.json_report import power_document
 
 HISTORY_SCHEMA = 2
 DEFAULT_LOCK_WAIT_S = 10.0
@@ -77,12 +79,24 @@ class RecordedRun:
 
 def readings_json(gpu: GpuReading) -> str:
     """A GPU's combined readings as one JSON object: every model field but the raw samples, and its power
-    figure (``power_watts``, ``power_pct_of_limit``)."""
-    power = gpu.power()
-    doc = encode(gpu, {GpuReading: (frozenset({"samples"}), lambda g: {
-        "power_watts": None if power is None else power.watts,
-        "power_pct_of_limit": None if power is None else power.pct_of_limit})})
+    figure as the sweep document writes it (``power``: ``watts``, ``source``, ``pct_of_limit``)."""
+    doc = encode(gpu, {GpuReading: (frozenset({"samples"}), lambda g: {"power": power_document(g)})})
     return json.dumps(doc, allow_nan=False, separators=(",", ":"))
+
+
+# Rows written before the power had one name (gpudiag.sweep/2's time) kept it in two flat keys.
+_OLD_POWER_KEYS = {"power_watts": "watts", "power_pct_of_limit": "pct_of_limit"}
+
+
+def stored_readings(text: str) -> dict[str, Any]:
+    """A stored readings object, old rows read as new ones: ``power_watts`` / ``power_pct_of_limit`` (rows
+    recorded by gpudiag before schema gpudiag.sweep/3) become the ``power`` object's ``watts`` /
+    ``pct_of_limit``."""
+    doc: dict[str, Any] = json.loads(text)
+    if "power" not in doc and any(key in doc for key in _OLD_POWER_KEYS):
+        old = {new: doc.pop(key, None) for key, new in _OLD_POWER_KEYS.items()}
+        doc["power"] = None if old["watts"] is None else old
+    return doc
 
 
 class History:
@@ -230,12 +244,13 @@ class History:
         return PastRun(run_id=run_id, started_at=started_at, host_status=status, findings=findings)
 
     def trend(self, host: str, gpu_key: str, reading: str, limit: int = 30) -> tuple[float | None, ...]:
-        """One reading of one GPU over its last ``limit`` recorded runs, oldest first (None: not reported)."""
+        """One reading of one GPU (a field, or ``power.pct_of_limit``: :func:`reading_of`) over its last
+        ``limit`` recorded runs, oldest first (None: not reported)."""
         if self.version() < 1:
             return ()
         rows = self._db.execute("SELECT readings FROM gpus WHERE host = ? AND gpu_key = ? ORDER BY run_id DESC "
                                 "LIMIT ?", (host, gpu_key, limit)).fetchall()
-        values = (json.loads(r[0]).get(reading) for r in reversed(rows))
+        values = (reading_of(stored_readings(r[0]), reading) for r in reversed(rows))
         return tuple(float(v) if isinstance(v, (int, float)) else None for v in values)
 
     def last_sent(self) -> dict[str, float]:
@@ -283,7 +298,7 @@ class History:
                             "SELECT code, severity, state, since, runs FROM findings WHERE run_id = ? AND host = ? "
                             "AND (gpu_key = ? OR gpu_key = '-') ORDER BY code", (run_id, host, gpu_key or "-"))]
             out.append({"run": run_id, "started_at": started_at, "status": status, "gpu_key": gpu_key,
-                        "gpu": index, "readings": json.loads(readings) if readings else None,
+                        "gpu": index, "readings": stored_readings(readings) if readings else None,
                         "findings": findings})
         return out
 
@@ -297,4 +312,4 @@ def _translate(exc: sqlite3.OperationalError, path: Path, wait_s: float) -> Hist
 
 
 __all__ = ["HISTORY_SCHEMA", "MIGRATIONS", "ChangeState", "History", "HistoryError", "HistoryLocked",
-           "RecordedRun", "readings_json"]
+           "RecordedRun", "readings_json", "stored_readings"]

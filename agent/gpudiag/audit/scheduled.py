@@ -28,7 +28,7 @@ from gpudiag.report import OutputFormat
 
 if TYPE_CHECKING:
     from gpudiag.audit.history import History
-    from gpudiag.report.html import Trends
+    from gpudiag.report import Trends
 
 EXIT_CANNOT_RUN = 3
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
@@ -154,7 +154,7 @@ def to_send(changes: ChangeSet, last_sent: dict[str, float], renotify_s: float |
     return tuple(chosen), frozenset(again)
 
 
-TREND_READINGS = ("utilization_pct", "power_pct_of_limit")  # the scatter's two axes, over time
+TREND_READINGS = ("utilization_pct", "power.pct_of_limit")  # the scatter's two axes, over time
 
 
 def _trends(report: SweepReport, history: History) -> Trends:
@@ -170,32 +170,15 @@ def _trends(report: SweepReport, history: History) -> Trends:
 def _render(report: SweepReport, output: ReportOutput, changes: ChangeSet | None, run_id: int | None,
             options: AuditOptions, color: bool, history: History | None = None,
             extra: Mapping[str, object] | None = None, tail: str = "") -> str:
-    fmt = output.format
-    if fmt is OutputFormat.JSON:
-        from gpudiag.report.json_report import dumps, to_document
+    from gpudiag.report import ReportView, render
 
-        document = to_document(report, samples_detail=output.samples_detail)
-        if changes is not None:
-            from gpudiag.report.changes_report import annotate
-
-            document = annotate(document, report, changes, run_id)
-        document.update(extra or {})
-        return dumps(document)
-    if fmt is OutputFormat.HTML:
-        from gpudiag.report.html import render_html
-
-        return render_html(report, changes, _trends(report, history) if history is not None else None)
-    from gpudiag.report import render
-
+    # The trends are read from the history only for the page that draws them (one query per flagged GPU).
+    trends = _trends(report, history) if history is not None and output.format is OutputFormat.HTML else None
     # --quiet prints only the findings when something is wrong; a report written to --output stays whole.
-    text = render(report, fmt, color=color, width=output.width, fold=output.fold,
-                  findings_only=output.quiet and options.output is None) + (f"\n{tail}" if tail else "")
-    if changes is not None:
-        from gpudiag.report.changes_report import render_changes
-
-        said = render_changes(changes, options.flap)
-        text = text + ("\n\n" + said if said else "\n\nNo change since the last recorded run.")
-    return text
+    view = ReportView(width=output.width, color=color, fold=output.fold,
+                      findings_only=output.quiet and options.output is None, samples_detail=output.samples_detail,
+                      changes=changes, run_id=run_id, flap=options.flap, trends=trends, extra=extra or {}, tail=tail)
+    return render(report, output.format, view)
 
 
 def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, color: bool = False,

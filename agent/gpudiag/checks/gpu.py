@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpudiag.checks.context import NO_FACTS, NodeFacts
-from gpudiag.checks.settings import CheckSettings
-from gpudiag.model import Finding, GpuProcess, GpuReading, Severity, reasons_mask
+from gpudiag.model import CheckSettings, Finding, GpuProcess, GpuReading, Severity, reasons_mask
 
 # Clock-event reasons that explain low power by themselves; each has its own finding.
 THERMAL_REASONS = ("hw_thermal_slowdown", "sw_thermal_slowdown")
@@ -116,15 +115,16 @@ def busy_low_power(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFact
     evidence: dict[str, object] = {
         "utilization_pct": util,
         "memory_utilization_pct": mem,
-        "power_w": power.watts if power else None,
+        "watts": power.watts if power else None,
         "enforced_power_limit_w": power.enforced_limit_w if power else None,
-        "power_pct_of_limit": share,
+        "pct_of_limit": share,
         "power_source": power.source.describe(len(gpu.samples)) if power else None,
         "sm_clock_mhz": gpu.sm_clock_mhz,
         "max_sm_clock_mhz": gpu.max_sm_clock_mhz,
         "samples": len(gpu.samples),
         "busy_utilization_pct": s.busy_utilization_pct,
         "low_power_pct": s.low_power_pct,
+        "bandwidth_memory_utilization_pct": s.bandwidth_memory_utilization_pct,
         "starved_sm_activity_pct": s.starved_sm_activity_pct,
         **_activity_evidence(gpu),
     }
@@ -159,11 +159,12 @@ def host_bound(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFacts = 
                "process's host thread (eager launches, Python overhead, tokenization) - capture CUDA graphs, use "
                "a compiled or batched path, or keep more requests in flight")
     evidence: dict[str, object] = {
-        "utilization_pct": util, "power_w": power.watts if power else None,
-        "power_pct_of_limit": power.pct_of_limit if power else None,
+        "utilization_pct": util, "watts": power.watts if power else None,
+        "pct_of_limit": power.pct_of_limit if power else None,
         **process_evidence(p), **_activity_evidence(gpu),
         "host_bound_cpu_pct": s.host_bound_cpu_pct,
-        "host_bound_max_utilization_pct": s.host_bound_max_utilization_pct}
+        "host_bound_max_utilization_pct": s.host_bound_max_utilization_pct,
+        "host_bound_min_utilization_pct": s.host_bound_min_utilization_pct}
     return (Finding(code="HOST_BOUND", severity=Severity.WARNING, host=host, gpu=gpu.index, summary=summary,
                     evidence=evidence),)
 
@@ -183,7 +184,8 @@ def power_limit_reduced(host: str, gpu: GpuReading, s: CheckSettings,
                "policy, a chassis limit)")
     return (Finding(code="POWER_LIMIT_REDUCED", severity=Severity.WARNING, host=host, gpu=gpu.index,
                     summary=summary, evidence={"enforced_power_limit_w": enforced, "default_power_limit_w": default,
-                                               "pct_of_default": _pct(enforced, default)}),)
+                                               "pct_of_default": _pct(enforced, default),
+                                               "power_limit_tolerance_w": s.power_limit_tolerance_w}),)
 
 
 def pcie_link_degraded(host: str, gpu: GpuReading, s: CheckSettings,
@@ -201,7 +203,8 @@ def pcie_link_degraded(host: str, gpu: GpuReading, s: CheckSettings,
                     summary=summary,
                     evidence={"pcie_gen": gpu.pcie_gen, "pcie_gen_max": gpu.pcie_gen_max,
                               "pcie_width": gpu.pcie_width, "pcie_width_max": gpu.pcie_width_max,
-                              "utilization_pct": gpu.utilization_pct}),)
+                              "utilization_pct": gpu.utilization_pct,
+                              "pcie_busy_utilization_pct": s.pcie_busy_utilization_pct}),)
 
 
 GpuCheck = Callable[[str, GpuReading, CheckSettings, NodeFacts], tuple[Finding, ...]]
@@ -229,7 +232,9 @@ def _slowdown(code: str, what: str, reasons: tuple[str, ...], advice: str) -> Gp
                         evidence={"samples_active": len(hits), "samples": len(known), "fraction": fraction,
                                   "sm_clock_mhz": gpu.sm_clock_mhz, "max_sm_clock_mhz": gpu.max_sm_clock_mhz,
                                   "clock_drop_pct": drop, "temperature_c": gpu.temperature_c,
-                                  "reasons": ",".join(active)}),)
+                                  "reasons": ",".join(active),
+                                  "slowdown_critical_fraction": s.slowdown_critical_fraction,
+                                  "slowdown_critical_clock_drop_pct": s.slowdown_critical_clock_drop_pct}),)
 
     check.__name__ = code.lower()
     check.__doc__ = f"{code}: {what}; critical when sustained and the SM clock drops far."

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from gpudiag.checks.settings import CheckSettings
-from gpudiag.model import Finding, HostStatus, NodeReadings, Severity, SmiStatus, UnreachableReason
+from gpudiag.model import CheckSettings, Finding, HostStatus, NodeReadings, Severity, SmiStatus, UnreachableReason
 
 
 def nvidia_smi_health(host: str, node: NodeReadings, s: CheckSettings) -> tuple[Finding, ...]:

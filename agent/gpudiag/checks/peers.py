@@ -12,8 +12,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 
-from gpudiag.checks.settings import CheckSettings
-from gpudiag.model import Finding, GpuProcess, GpuReading, NodeReadings, Severity
+from gpudiag.model import CheckSettings, Finding, GpuProcess, GpuReading, NodeReadings, Severity
 
 MIN_GPUS = 3  # a median of peers needs at least two peers
 
@@ -51,7 +50,7 @@ def _differences(gpu: GpuReading, peers: list[GpuReading], s: CheckSettings) -> 
     peer_powers = [p.power() for p in peers]
     watts, watts_peers = (power.watts if power else None), median([p.watts if p else None for p in peer_powers])
     if watts is not None and watts_peers:
-        evidence.update(power_w=watts, peers_power_w=watts_peers)
+        evidence.update(watts=watts, peers_watts=watts_peers)
         if abs(watts - watts_peers) >= s.odd_gpu_power_pct / 100.0 * watts_peers:
             words.append(f"{watts:.0f} W against {watts_peers:.0f} W")
     clock, clock_peers = gpu.sm_clock_mhz, median([p.sm_clock_mhz for p in peers])
@@ -82,5 +81,7 @@ def odd_gpu_out(host: str, node: NodeReadings, s: CheckSettings) -> tuple[Findin
         summary=(f"unlike the other {len(gpus) - 1} GPUs of {job}: {', '.join(words)} - the likely straggler, "
                  "or the one stuck in a collective the others wait in; look at its clocks, its Xids and its "
                  "rank's log"),
-        evidence={"job": job, "peers": len(gpus) - 1, **evidence})
+        evidence={"job": job, "peers": len(gpus) - 1, **evidence,
+                  "odd_gpu_utilization_points": s.odd_gpu_utilization_points,
+                  "odd_gpu_power_pct": s.odd_gpu_power_pct, "odd_gpu_clock_pct": s.odd_gpu_clock_pct})
         for gpu, words, evidence in odd)

@@ -1,49 +1,15 @@
-"""Thresholds of the checks, with their defaults. Overridden by flags and by an inventory's ``checks:``."""
+"""Thresholds of the checks: :class:`~gpudiag.model.CheckSettings` (a model value, declared in
+:mod:`gpudiag.model.settings`, so that a report carries the ones its run used) and how flags and an inventory's
+``checks:`` override them."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from gpudiag.model.settings import CheckSettings
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CheckSettings:
-    """Every threshold a check uses. Percentages are 0-100."""
-
-    busy_utilization_pct: float = 90.0
-    """BUSY_LOW_POWER: median utilization.gpu at or above this reads as "busy"."""
-    low_power_pct: float = 60.0
-    """BUSY_LOW_POWER: median power at or below this share of the *enforced* limit reads as "low"."""
-    bandwidth_memory_utilization_pct: float = 60.0
-    """BUSY_LOW_POWER: median utilization.memory at or above this means a bandwidth-bound kernel (healthy)."""
-    starved_sm_activity_pct: float = 20.0
-    """BUSY_LOW_POWER where SM activity is measured (NVML GPM, DCGM): a busy GPU whose SMs are active less than
-    this is starved whatever its power; at or above, it is not (README: H200 spin 0.8%, tiny graph 0.3%;
-    GEMV 90%, copy 99%, GEMM 96%)."""
-    host_bound_cpu_pct: float = 80.0
-    """HOST_BOUND: a GPU process using at least this much of one CPU core over the window (a pegged thread
-    reads ~100) ..."""
-    host_bound_max_utilization_pct: float = 50.0
-    """... while its GPU reads at most this busy (H200 eager decode 16%, Python-launched small GEMMs 19%;
-    every device-bound workload 98-100%) ..."""
-    host_bound_min_utilization_pct: float = 5.0
-    """... and at least this busy: below, the GPU is idle (a server's idle loop may poll at 100% CPU)."""
-    odd_gpu_utilization_points: float = 30.0
-    """ODD_GPU_OUT: on a node whose GPUs run one job, a GPU this many points of utilization from its peers'
-    median ..."""
-    odd_gpu_power_pct: float = 25.0
-    """... or whose power differs from its peers' median by this share of that median ..."""
-    odd_gpu_clock_pct: float = 15.0
-    """... or whose SM clock does, is the odd one out."""
-    pcie_busy_utilization_pct: float = 50.0
-    """PCIE_LINK_DEGRADED: only judged while the GPU is this busy (idle links downshift to save power)."""
-    power_limit_tolerance_w: float = 1.0
-    """POWER_LIMIT_REDUCED: enforced limits within this of the default are not "reduced"."""
-    slowdown_critical_fraction: float = 0.5
-    """THERMAL/HW_SLOWDOWN: critical when the reason is active in at least this share of samples ..."""
-    slowdown_critical_clock_drop_pct: float = 30.0
-    """... and the median SM clock is at least this far below its maximum."""
+__all__ = ["CheckSettings", "SettingsError", "with_overrides"]
 
 
 class SettingsError(ValueError):

@@ -313,11 +313,9 @@ def watch(
 
     def show(refresh: int, report: SweepReport, change: Changes) -> None:
         if fmt is TextFormat.JSON:
-            import json
+            from gpudiag.report import ReportView, render
 
-            from gpudiag.report.json_report import to_document
-
-            typer.echo(json.dumps(to_document(report), separators=(",", ":")))
+            typer.echo(render(report, OutputFormat.JSON, ReportView(one_line=True)))
             return
         text = render_watch(refresh, count, report, appeared=change.appeared, cleared=change.cleared, color=live,
                             width=terminal_width())  # asked each refresh: the terminal may have been resized

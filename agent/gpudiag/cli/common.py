@@ -225,9 +225,7 @@ def output_request(fmt: OutputFormat, *, quiet: bool = False, samples_detail: bo
 
 def render_report(report: SweepReport, output: OutputRequest, *, color: bool = False) -> str:
     """``report`` as the text ``output`` asks for."""
-    from gpudiag.report import render
+    from gpudiag.report import ReportView, render
 
-    if output.format is OutputFormat.TABLE:
-        return render(report, output.format, color=color, width=output.width, fold=output.fold,
-                      findings_only=output.quiet)
-    return render(report, output.format, samples_detail=output.samples_detail)
+    return render(report, output.format, ReportView(width=output.width, color=color, fold=output.fold,
+                                                    findings_only=output.quiet, samples_detail=output.samples_detail))

@@ -4,7 +4,8 @@ Standard library only, importable by every layer. Every value is a frozen datacl
 units are in the names; ``None`` means "not reported" (never 0, never a sentinel string).
 
 The values live in one module each by meaning (:mod:`.status`, :mod:`.hosts`, :mod:`.gpu`, :mod:`.logs`,
-:mod:`.node`, :mod:`.report`); this package re-exports them, so a layer says ``from gpudiag.model import Finding``.
+:mod:`.node`, :mod:`.settings`, :mod:`.report`); this package re-exports them, so a layer says
+``from gpudiag.model import Finding``.
 """
 
 from gpudiag.model.gpu import (
@@ -48,6 +49,9 @@ from gpudiag.model.report import (
     SweepReport,
     host_status_label,
 )
+from gpudiag.model.settings import (
+    CheckSettings,
+)
 from gpudiag.model.status import (
     HostStatus,
     Severity,
@@ -58,6 +62,7 @@ from gpudiag.model.status import (
 
 __all__ = [
     "CLOCK_EVENT_REASONS",
+    "CheckSettings",
     "FactValue",
     "Finding",
     "GpuLink",

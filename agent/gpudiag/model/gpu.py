@@ -90,8 +90,17 @@ class Power:
     enforced_limit_w: float | None = None
 
     @property
+    def limit_ratio(self) -> float | None:
+        """The share of the enforced limit, 0-1, unrounded (Prometheus' ``_ratio``); None without a (positive)
+        limit."""
+        if not self.enforced_limit_w or self.enforced_limit_w <= 0:
+            return None
+        return self.watts / self.enforced_limit_w
+
+    @property
     def pct_of_limit(self) -> float | None:
-        """Percent of the enforced limit, one decimal; None without a (positive) limit."""
+        """Percent of the enforced limit, one decimal (what the reports show and the checks compare); None
+        without a (positive) limit."""
         if not self.enforced_limit_w or self.enforced_limit_w <= 0:
             return None
         return round(100.0 * self.watts / self.enforced_limit_w, 1)

@@ -9,12 +9,15 @@ from dataclasses import dataclass, field
 
 from gpudiag.model.gpu import GpuReading
 from gpudiag.model.node import NodeReadings
+from gpudiag.model.settings import CheckSettings
 from gpudiag.model.status import HostStatus, Severity, SmiStatus, UnreachableReason, worst
 
-# 2: one power figure (GpuReading.power()) behind power_pct_of_limit; enforced_power_limit_w became
-# enforced_power_limit_w; raw samples only on request; failed readings listed. /1 documents are still read.
-SWEEP_SCHEMA = "gpudiag.sweep/2"
-SWEEP_SCHEMAS_READ = ("gpudiag.sweep/1", SWEEP_SCHEMA)
+# 3: power has one name (the GPU's "power" object: watts, source, pct_of_limit; power_pct_of_limit is gone),
+# the check settings the run used travel with it ("settings"); docs/json.md lists every rename.
+# 2: one power figure (GpuReading.power()) behind power_pct_of_limit; power_limit_w became
+# enforced_power_limit_w; raw samples only on request; failed readings listed. /1 and /2 documents are still read.
+SWEEP_SCHEMA = "gpudiag.sweep/3"
+SWEEP_SCHEMAS_READ = ("gpudiag.sweep/1", "gpudiag.sweep/2", SWEEP_SCHEMA)
 PROBE_SCHEMA = "gpudiag.probe/2"
 
 
@@ -83,6 +86,9 @@ class SweepReport:
     hosts: tuple[HostReport, ...]
     # "SIGINT", "SIGTERM": a signal stopped the sweep; the hosts that had not answered are ``cancelled``
     stopped_by: str | None = None
+    # The thresholds the checks judged this sweep by; None: not known (a gpudiag.sweep/2 document, or merged
+    # reports whose runs used different ones)
+    settings: CheckSettings | None = None
 
     @property
     def findings(self) -> tuple[Finding, ...]:

@@ -9,8 +9,12 @@ import enum
 from collections.abc import Iterable
 
 
-class Severity(enum.IntEnum):
-    """Nagios-style severity. ``worst()`` ranks UNKNOWN above WARNING so it is never hidden behind OK."""
+class Severity(enum.Enum):
+    """Nagios-style severity; its value is the Nagios exit value (OK 0, WARNING 1, CRITICAL 2, UNKNOWN 3).
+
+    A plain Enum, not an IntEnum: severities do not compare as numbers, so ``max()`` cannot rank UNKNOWN (3)
+    above CRITICAL (2). How serious one is, is :attr:`rank` (OK < WARNING < UNKNOWN < CRITICAL: a missing
+    reading is never hidden behind an OK); combine with :func:`worst`."""
 
     OK = 0
     WARNING = 1
@@ -20,6 +24,11 @@ class Severity(enum.IntEnum):
     @property
     def label(self) -> str:
         return self.name.lower()
+
+    @property
+    def nagios_exit(self) -> int:
+        """The Nagios plugin exit value: 0, 1, 2 or 3."""
+        return int(self.value)
 
     @property
     def rank(self) -> int:
@@ -40,7 +49,7 @@ _RANK = {Severity.OK: 0, Severity.WARNING: 1, Severity.UNKNOWN: 2, Severity.CRIT
 
 
 def worst(severities: Iterable[Severity]) -> Severity:
-    """The most serious of ``severities`` (OK when there are none)."""
+    """The most serious of ``severities`` (OK when there are none): the one way to combine severities."""
     return max(severities, key=lambda s: s.rank, default=Severity.OK)
 
 

@@ -1,17 +1,21 @@
 """Report formatters: each turns a :class:`~gpudiag.model.SweepReport` into text and prints nothing.
 
-``OutputFormat`` maps the CLI's ``--format`` choice to a formatter through one explicit table.
+Every format implements one protocol (:class:`~gpudiag.report.view.Format`: ``render(report, view) -> str``)
+and :data:`FORMATS` is the one explicit table from the ``--format`` choice (:class:`OutputFormat`) to its
+module; :func:`render` is the one entry the CLI and the scheduled audit call. A new format is one module with
+a ``render`` function plus one entry here. The Prometheus text (``--prom-file``, not a ``--format`` choice)
+implements the same protocol (:mod:`gpudiag.report.prometheus`).
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import Any
 
 from gpudiag.model import SweepReport
+from gpudiag.report.view import Format, ReportView, Trends
 
-__all__ = ["OutputFormat", "render"]
+__all__ = ["FORMATS", "Format", "OutputFormat", "ReportView", "Trends", "render"]
 
 
 class OutputFormat(str, enum.Enum):
@@ -22,44 +26,38 @@ class OutputFormat(str, enum.Enum):
     HTML = "html"  # one self-contained page (gpudiag.report.html); written with --output FILE
 
 
-# Options that only shape how text looks; formats that have no use for them ignore them, so the CLI can
-# pass the same options whatever the format.
-_PRESENTATION_OPTIONS = frozenset({"width", "color", "fold", "findings_only"})
-_JSON_OPTIONS = frozenset({"samples_detail"})  # every raw sample too, not only each GPU's combined readings
+# Each format's module is imported on use: the CLI starts without them, and rich is imported only when a
+# table is drawn.
+def _table() -> Format:
+    from gpudiag.report import table
+
+    return table
 
 
-def _render_json(report: SweepReport, **options: Any) -> str:
-    from gpudiag.report.json_report import render_json  # imported on use: the CLI starts without it
+def _json() -> Format:
+    from gpudiag.report import json_report
 
-    unknown = sorted(set(options) - _PRESENTATION_OPTIONS - _JSON_OPTIONS)
-    if unknown:
-        raise TypeError(f"the json format takes no option {', '.join(unknown)}")
-    return render_json(report, samples_detail=bool(options.get("samples_detail", False)))
+    return json_report
 
 
-def _render_table(report: SweepReport, **options: Any) -> str:
-    from gpudiag.report.table import render_table  # rich is imported only when a table is drawn
+def _html() -> Format:
+    from gpudiag.report import html
 
-    return render_table(report, **options)
-
-
-def _render_html(report: SweepReport, **options: Any) -> str:
-    from gpudiag.report.html import render_html  # imported on use, like the others
-
-    return render_html(report)
+    return html
 
 
-_RENDERERS: dict[OutputFormat, Callable[..., str]] = {
-    OutputFormat.TABLE: _render_table,
-    OutputFormat.JSON: _render_json,
-    OutputFormat.HTML: _render_html,
-}
+FORMATS: tuple[tuple[OutputFormat, Callable[[], Format]], ...] = (
+    (OutputFormat.TABLE, _table),
+    (OutputFormat.JSON, _json),
+    (OutputFormat.HTML, _html),
+)
 
 
-def render(report: SweepReport, fmt: OutputFormat | str, **options: Any) -> str:
-    """``report`` as text in format ``fmt``; ``options`` go to the formatter (table: ``width``, ``color``,
-    ``fold``, ``findings_only``; json: ``samples_detail``).
+def render(report: SweepReport, fmt: OutputFormat | str, view: ReportView | None = None) -> str:
+    """``report`` as text in format ``fmt``, shown as ``view`` asks (default: :class:`ReportView`'s defaults).
 
     Raises ``ValueError`` for an unknown format name.
     """
-    return _RENDERERS[OutputFormat(fmt)](report, **options)
+    chosen = OutputFormat(fmt)
+    (load,) = [load for name, load in FORMATS if name is chosen]
+    return load().render(report, view if view is not None else ReportView())

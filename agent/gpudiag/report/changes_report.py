@@ -13,7 +13,7 @@ The change set's JSON (``gpudiag.audit.changes/1``)::
                    "renotify": <sent again because it stayed open past --renotify>}],
      "hosts": [{"host", "status", "previous_status", "came_back"}]}
 
-In the sweep document (``gpudiag.sweep/2``; these are added fields, no field changes meaning), each finding
+In the sweep document (``gpudiag.sweep/3``; these are added fields, no field changes meaning), each finding
 gains ``fingerprint`` and ``change`` (``state``, ``since``, ``runs``, ``flapping``), and the document gains
 ``changes``: the block above, without the open findings already listed per host (only ``resolved`` and
 ``carried`` ones), plus ``history``: ``{"run": <id>}``.
@@ -51,7 +51,7 @@ def changes_document(changes: ChangeSet, findings: tuple[FindingChange, ...] | N
 
 def annotate(document: Mapping[str, Any], report: SweepReport, changes: ChangeSet,
              run_id: int | None = None) -> dict[str, Any]:
-    """A ``gpudiag.sweep/2`` document (:func:`gpudiag.report.json_report.to_document`) with each finding's
+    """A ``gpudiag.sweep/3`` document (:func:`gpudiag.report.json_report.to_document`) with each finding's
     fingerprint and change, and the ``changes`` and ``history`` blocks."""
     by_fp = changes.by_fingerprint()
     keys = gpu_keys(report)

@@ -3,21 +3,30 @@ per run. Pure: returns text (rows as :meth:`gpudiag.audit.history.History.runs` 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpudiag.report.columns import plain_table
 
-# (header, reading in the stored readings JSON, format)
+# (header, reading in the stored readings JSON (:func:`reading_of`), format)
 GPU_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("util%", "utilization_pct", "{:.0f}"),
     ("mem%", "memory_utilization_pct", "{:.0f}"),
-    ("power W", "power_watts", "{:.0f}"),
-    ("of limit%", "power_pct_of_limit", "{:.1f}"),
+    ("power W", "power.watts", "{:.0f}"),
+    ("of limit%", "power.pct_of_limit", "{:.1f}"),
     ("SM MHz", "sm_clock_mhz", "{:.0f}"),
     ("temp C", "temperature_c", "{:.0f}"),
     ("PCIe", "pcie_gen", "gen{}"),
 )
+
+
+def reading_of(readings: Mapping[str, Any], path: str) -> Any:
+    """The value at ``path`` in a stored readings object: a field name, or ``power.pct_of_limit`` (the power
+    object's share); None when absent."""
+    value: Any = readings
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
 
 
 def _cell(value: Any, fmt: str) -> str:
@@ -45,6 +54,6 @@ def render_gpu_rows(rows: Sequence[dict[str, Any]], *, width: int = 160) -> str:
         findings = ", ".join(f"{f['code']} ({f['state']}, {f['runs']} run{'s' if f['runs'] != 1 else ''})"
                              for f in r["findings"]) or "-"
         out.append((str(r["run"]), r["started_at"], r["status"], "-" if r["gpu"] is None else str(r["gpu"]),
-                    *(_cell(readings.get(name), fmt) for _, name, fmt in GPU_COLUMNS), findings))
+                    *(_cell(reading_of(readings, name), fmt) for _, name, fmt in GPU_COLUMNS), findings))
     return plain_table(("run", "started", "status", "gpu", *(h for h, _, _ in GPU_COLUMNS), "findings"), out,
                        width, priorities=(100, 40, 80, 95, 90, 30, 85, 60, 50, 35, 20, 99))

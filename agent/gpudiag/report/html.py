@@ -4,8 +4,9 @@ so it works as a mail attachment or on an air-gapped laptop. Pure: returns text.
 The page: the summary, the findings grouped by code with their hosts folded (``<details>``), the per-host
 table, what changed since the last run (with ``--history``), and a scatter of every GPU's utilization against
 its power as a share of its enforced limit (:meth:`gpudiag.model.GpuReading.power`), coloured by SM family,
-with the BUSY_LOW_POWER region shaded and each point naming its host and GPU on hover (an SVG ``<title>``),
-and, with history, a sparkline per flagged GPU (utilization and power share over the recorded runs).
+with the BUSY_LOW_POWER region the run's thresholds define shaded (:attr:`SweepReport.settings`) and each point
+naming its host and GPU on hover (an SVG ``<title>``), with history a sparkline per flagged GPU (utilization
+and power share over the recorded runs), and the thresholds the checks judged by.
 
 Inline SVG rather than a plotting library: one scatter with a shaded rectangle is ~60 lines, adds no
 dependency, and a library's HTML output would either fetch its JavaScript from a CDN or inline megabytes of it.
@@ -15,19 +16,20 @@ No script at all: hovering uses the browser's own tooltips.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from dataclasses import fields
 from html import escape
 
-from gpudiag.checks.settings import CheckSettings
-from gpudiag.model import GpuReading, Severity, SweepReport
+from gpudiag.model import CheckSettings, GpuReading, Severity, SweepReport, worst
 from gpudiag.model.changes import ChangeSet
 from gpudiag.report.counts import findings_by_severity, gpus_by_sm, hosts_by_status
+from gpudiag.report.view import ReportView, Trends
 
 # Okabe-Ito: told apart by colour-blind readers too (https://jfly.uni-koeln.de/color/)
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 UNKNOWN_SM_COLOUR = "#999999"
 WIDTH, HEIGHT, PAD = 640, 420, 48
 Y_MAX_PCT = 120.0  # power share axis: a GPU above its limit (a brief spike) still shows
+_DEFAULTS = CheckSettings()
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}
@@ -66,9 +68,17 @@ def sm_colours(report: SweepReport) -> dict[str, str]:
     return colours
 
 
-def scatter_svg(report: SweepReport, settings: CheckSettings = CheckSettings()) -> str:
-    """The utilization × power-share scatter: one ``<circle class="gpu">`` per GPU that has both readings."""
+def shaded_settings(report: SweepReport) -> CheckSettings:
+    """The thresholds the scatter shades: the ones the run used (:attr:`SweepReport.settings`), else (a report
+    that does not say: an older document, merged runs that used different ones) the defaults."""
+    return report.settings if report.settings is not None else _DEFAULTS
+
+
+def scatter_svg(report: SweepReport) -> str:
+    """The utilization × power-share scatter: one ``<circle class="gpu">`` per GPU that has both readings, and
+    the BUSY_LOW_POWER region the run's thresholds define (:func:`shaded_settings`) shaded."""
     colours = sm_colours(report)
+    settings = shaded_settings(report)
     busy, low = settings.busy_utilization_pct, settings.low_power_pct
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" id="scatter" width="{WIDTH}" height="{HEIGHT}" '
              f'viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="GPU utilization against power share">',
@@ -106,6 +116,14 @@ def scatter_svg(report: SweepReport, settings: CheckSettings = CheckSettings()) 
     return "".join(parts)
 
 
+def _region(report: SweepReport) -> str:
+    """The shaded region in words, under the scatter."""
+    settings = shaded_settings(report)
+    return (f"<p>Shaded: BUSY_LOW_POWER, utilization at least {settings.busy_utilization_pct:g}% and power "
+            f"under {settings.low_power_pct:g}% of the enforced limit"
+            f"{'' if report.settings is not None else ' (the default thresholds)'}.</p>")
+
+
 def _legend(report: SweepReport) -> str:
     counts = gpus_by_sm(report)
     colours = sm_colours(report)
@@ -129,13 +147,13 @@ def _findings(report: SweepReport) -> str:
     if not by_code:
         return "<p>No findings.</p>"
     out = []
-    for code in sorted(by_code, key=lambda c: (-max(f.severity.rank for f in by_code[c]), c)):
+    for code in sorted(by_code, key=lambda c: (-worst(f.severity for f in by_code[c]).rank, c)):
         found = by_code[code]
         hosts = sorted({f.host for f in found})
-        worst = max((f.severity for f in found), key=lambda s: s.rank)
+        most = worst(f.severity for f in found)
         items = "".join(f"<li>{_sev(f.severity)} {escape(f.host)}"
                         f"{'' if f.gpu is None else f' GPU {f.gpu}'}: {escape(f.summary)}</li>" for f in found)
-        out.append(f'<details class="code"><summary>{_sev(worst)} <b>{escape(code)}</b>: {len(found)} on '
+        out.append(f'<details class="code"><summary>{_sev(most)} <b>{escape(code)}</b>: {len(found)} on '
                    f"{len(hosts)} host{'s' if len(hosts) != 1 else ''}</summary><ul>{items}</ul></details>")
     return "".join(out)
 
@@ -157,6 +175,20 @@ def _hosts(report: SweepReport) -> str:
     return f'<table id="hosts"><tr>{head}</tr>{"".join(rows)}</table>'
 
 
+def _settings(report: SweepReport) -> str:
+    """The thresholds the checks judged by, each beside its default where the run changed it; each finding's
+    evidence names the ones that decided it."""
+    if report.settings is None:
+        return ("<p>This report does not say which thresholds its checks used (an older report, or merged runs "
+                "that used different ones): the scatter shades the defaults.</p>")
+    rows = []
+    for f in fields(CheckSettings):
+        value, default = getattr(report.settings, f.name), getattr(_DEFAULTS, f.name)
+        changed = "" if value == default else f"default {default:g}"
+        rows.append(f"<tr><td>{escape(f.name)}</td><td>{value:g}</td><td>{changed}</td></tr>")
+    return f'<table id="settings"><tr><th>setting</th><th>value</th><th></th></tr>{"".join(rows)}</table>'
+
+
 def _changes(changes: ChangeSet | None) -> str:
     if changes is None:
         return ""
@@ -169,8 +201,6 @@ def _changes(changes: ChangeSet | None) -> str:
         f"<th>runs</th></tr>{rows}</table>" if rows else "<p>No findings, before or now.</p>"))
 
 
-# (host, GPU index) -> (reading, values over the recorded runs, oldest first)
-Trends = Mapping[tuple[str, int], tuple[tuple[str, tuple[float | None, ...]], ...]]
 SPARK_W, SPARK_H = 160, 28
 
 
@@ -217,5 +247,11 @@ def render_html(report: SweepReport, changes: ChangeSet | None = None, trends: T
             "img-src data:\"><title>gpudiag sweep " + escape(report.started_at) + "</title><style>" + _CSS
             + "</style></head><body><h1>gpudiag sweep</h1>" + _summary(report)
             + "<h2>Utilization against power</h2>" + scatter_svg(report) + _legend(report) + note
+            + _region(report)
             + _changes(changes) + _trends(trends) + "<h2>Findings</h2>" + _findings(report)
-            + "<h2>Hosts</h2>" + _hosts(report) + "</body></html>")
+            + "<h2>Hosts</h2>" + _hosts(report) + "<h2>Thresholds</h2>" + _settings(report) + "</body></html>")
+
+
+def render(report: SweepReport, view: ReportView) -> str:
+    """The HTML format (:class:`gpudiag.report.Format`): the page, with the view's changes and trends."""
+    return render_html(report, view.changes, view.trends)

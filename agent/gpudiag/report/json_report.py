@@ -1,24 +1,23 @@
-"""The sweep as a JSON document (schema ``gpudiag.sweep/2``), and back.
+"""The sweep as a JSON document (schema ``gpudiag.sweep/3``, docs/json.md), and back.
 
 ``to_document`` turns a :class:`~gpudiag.model.SweepReport` into plain JSON values; ``render_json`` writes
-it as text; ``from_document`` rebuilds the report (from ``gpudiag.sweep/1`` documents too), so several sweeps'
-JSON outputs can be merged later. Every field of the model is written by walking the dataclasses
-(:mod:`gpudiag.model.json_codec`): a new reading needs no edit here. Per host: ``host``, ``address``,
-``status``, ``error``, ``duration_s``, ``node`` (the node's readings, logs and context), ``gpus`` and
-``findings``.
+it as text; ``from_document`` rebuilds the report (from ``gpudiag.sweep/2`` and ``/1`` documents too), so
+several sweeps' JSON outputs can be merged later. Every field of the model is written by walking the
+dataclasses (:mod:`gpudiag.model.json_codec`): a new reading needs no edit here. At the top: ``schema``,
+``started_at``, ``duration_s``, ``stopped_by`` (only when a signal stopped the sweep), ``settings`` (the
+check thresholds the run used), ``hosts`` and ``summary``. Per host: ``host``, ``address``, ``status``,
+``error``, ``duration_s``, ``node`` (the node's readings, logs and context), ``gpus`` and ``findings``.
 
 Derived values, written for the reader and ignored when read back:
 
-* per GPU, ``power``: the one power figure every report shows (``watts``, ``source``: ``energy_counter``,
-  ``power_draw`` or ``power_draw_instant``, ``pct_of_limit``), ``power_pct_of_limit`` (the same share, kept
-  from schema 1, where it meant the power.draw median's), and ``clock_event_reasons`` (the names of the
-  mask's bits);
+* per GPU, ``power``: the one power figure every report shows (:func:`power_document`: ``watts``,
+  ``source``: ``energy_counter``, ``power_draw`` or ``power_draw_instant``, ``pct_of_limit``), and
+  ``clock_event_reasons`` (the names of the mask's bits);
 * per GPU link, ``kind``; per node context, ``interconnect`` and ``is_vm``;
 * the ``summary`` block.
 
 A GPU's raw ``samples`` are written only with ``samples_detail`` (``--samples-detail``): the combined readings
-and ``node.sample_count`` stay. Schema 2 changed: ``power_pct_of_limit`` is the share of that one figure;
-``power_limit_w`` is ``enforced_power_limit_w``; ``clock_event_reasons_mask`` and ``failed_readings`` were added.
+and ``node.sample_count`` stay. What each schema changed is in docs/json.md.
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ from typing import Any
 from gpudiag.model import (
     SWEEP_SCHEMA,
     SWEEP_SCHEMAS_READ,
+    CheckSettings,
     GpuLink,
     GpuReading,
     HostReport,
@@ -39,7 +39,9 @@ from gpudiag.model import (
     reasons_mask,
 )
 from gpudiag.model.json_codec import Shape, decode, encode, plain
+from gpudiag.report.changes_report import annotate
 from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
+from gpudiag.report.view import ReportView
 
 
 def summarize(report: SweepReport) -> dict[str, Any]:
@@ -58,12 +60,17 @@ def summarize(report: SweepReport) -> dict[str, Any]:
 # -------------------------------------------------------------------------------------------- writing
 
 
-def _gpu_derived(gpu: GpuReading) -> dict[str, Any]:
+def power_document(gpu: GpuReading) -> dict[str, Any] | None:
+    """The GPU's ``power`` object (:meth:`GpuReading.power`): ``watts``, ``source``, ``pct_of_limit``; None
+    when no power was read. The sweep document and the history's stored readings both write this one."""
     power = gpu.power()
-    return {"power": None if power is None else {"watts": power.watts, "source": power.source,
-                                                 "pct_of_limit": power.pct_of_limit},
-            "power_pct_of_limit": None if power is None else power.pct_of_limit,
-            "clock_event_reasons": gpu.clock_event_reasons}
+    if power is None:
+        return None
+    return {"watts": plain(power.watts), "source": plain(power.source), "pct_of_limit": plain(power.pct_of_limit)}
+
+
+def _gpu_derived(gpu: GpuReading) -> dict[str, Any]:
+    return {"power": power_document(gpu), "clock_event_reasons": gpu.clock_event_reasons}
 
 
 def _shape(samples_detail: bool) -> Shape:
@@ -90,7 +97,7 @@ def _host_document(host: HostReport, shape: Shape) -> dict[str, Any]:
 
 
 def to_document(report: SweepReport, *, samples_detail: bool = False) -> dict[str, Any]:
-    """The report as a ``gpudiag.sweep/2`` document: plain JSON values, keys in schema order."""
+    """The report as a ``gpudiag.sweep/3`` document: plain JSON values, keys in schema order."""
     shape = _shape(samples_detail)
     return {
         "schema": SWEEP_SCHEMA,
@@ -98,6 +105,8 @@ def to_document(report: SweepReport, *, samples_detail: bool = False) -> dict[st
         "duration_s": plain(report.duration_s),
         # only when a signal stopped the sweep: "SIGINT" or "SIGTERM" (the summary's exit_code: 130, 143)
         **({"stopped_by": report.stopped_by} if report.stopped_by is not None else {}),
+        # the thresholds the checks judged by (null: not known, e.g. merged shards that used different ones)
+        "settings": None if report.settings is None else encode(report.settings),
         "hosts": [_host_document(h, shape) for h in report.hosts],
         "summary": plain(summarize(report)),
     }
@@ -106,6 +115,20 @@ def to_document(report: SweepReport, *, samples_detail: bool = False) -> dict[st
 def render_json(report: SweepReport, *, samples_detail: bool = False) -> str:
     """The report as indented JSON text (no trailing newline)."""
     return dumps(to_document(report, samples_detail=samples_detail))
+
+
+def render(report: SweepReport, view: ReportView) -> str:
+    """The JSON format (:class:`gpudiag.report.Format`): the document, raw samples too with
+    ``view.samples_detail``; with a history, each finding's change and the ``changes`` and ``history`` blocks
+    (:func:`gpudiag.report.changes_report.annotate`); the view's ``extra`` blocks at the top level; on one line
+    with ``view.one_line`` (``gpudiag watch``), else indented."""
+    document = to_document(report, samples_detail=view.samples_detail)
+    if view.changes is not None:
+        document = annotate(document, report, view.changes, view.run_id)
+    document.update(view.extra)
+    if view.one_line:
+        return json.dumps(document, separators=(",", ":"))
+    return dumps(document)
 
 
 def dumps(document: Any) -> str:
@@ -135,12 +158,14 @@ _orjson: Any = _load_orjson()
 
 # -------------------------------------------------------------------------------------------- reading
 
-# Schema 1 spelled these differently; read them as schema 2 does.
+# Schema 1 spelled these differently; read them as schemas 2 and 3 do. Schema 2 differs from 3 only in derived
+# values (power_pct_of_limit), which are not read back, and has no settings block: it reads as it is.
+_SCHEMA_1 = "gpudiag.sweep/1"
 _SCHEMA_1_GPU = {"power_limit_w": "enforced_power_limit_w"}
 
 
 def _gpu_from(doc: Mapping[str, Any], schema: str) -> GpuReading:
-    if schema != SWEEP_SCHEMA:
+    if schema == _SCHEMA_1:
         doc = {_SCHEMA_1_GPU.get(k, k): v for k, v in doc.items()}
         if "clock_event_reasons_mask" not in doc and doc.get("clock_event_reasons"):
             known = [r for r in doc["clock_event_reasons"] if isinstance(r, str)]
@@ -158,7 +183,7 @@ def _host_from(doc: Mapping[str, Any], schema: str) -> HostReport:
 
 
 def from_document(doc: Mapping[str, Any]) -> SweepReport:
-    """Rebuild the report from a ``gpudiag.sweep/2`` (or ``/1``) document (derived values are ignored).
+    """Rebuild the report from a ``gpudiag.sweep/3`` (or ``/2``, ``/1``) document (derived values are ignored).
 
     Raises ``ValueError`` with a one-line message when the schema is not one of those or the document is
     malformed.
@@ -172,6 +197,7 @@ def from_document(doc: Mapping[str, Any]) -> SweepReport:
             duration_s=float(doc["duration_s"]),
             hosts=tuple(_host_from(h, str(schema)) for h in doc["hosts"]),
             stopped_by=None if doc.get("stopped_by") is None else str(doc["stopped_by"]),
+            settings=None if doc.get("settings") is None else decode(CheckSettings, doc["settings"]),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from gpudiag.model import GpuReading, SweepReport
 from gpudiag.model.changes import epoch_of
+from gpudiag.report.view import ReportView
 
 
 def _ratio(pct: float | None) -> float | None:
@@ -27,7 +28,7 @@ def _ratio(pct: float | None) -> float | None:
 
 def _power_ratio(g: GpuReading) -> float | None:
     power = g.power()
-    return None if power is None or power.pct_of_limit is None else power.pct_of_limit / 100.0
+    return None if power is None else power.limit_ratio  # unrounded: not the JSON's one-decimal percent
 
 
 def _watts(g: GpuReading) -> float | None:
@@ -55,8 +56,8 @@ GPU_METRICS: tuple[GpuMetric, ...] = (
               "(utilization.memory), median, 0-1.", value=lambda g: _ratio(g.memory_utilization_pct)),
     GpuMetric(name="gpudiag_gpu_power_watts", help="The GPU's power figure: NVML's energy-counter average over "
               "the window, else the power.draw median.", value=_watts),
-    GpuMetric(name="gpudiag_gpu_power_of_enforced_limit_ratio", help="The power figure as a share of the "
-              "enforced power limit, 0-1.", value=_power_ratio),
+    GpuMetric(name="gpudiag_gpu_power_limit_ratio", help="The power figure as a share of the enforced power "
+              "limit, 0-1.", value=_power_ratio),
     GpuMetric(name="gpudiag_gpu_enforced_power_limit_watts", help="Enforced power limit (enforced.power.limit).",
               value=lambda g: g.enforced_power_limit_w),
     GpuMetric(name="gpudiag_gpu_default_power_limit_watts", help="Default power limit (power.default_limit).",
@@ -153,3 +154,8 @@ def render_prometheus(report: SweepReport) -> str:
         lines += [f"{family.name}{_labels(labels) if labels else ''} {_number(value)}"
                   for labels, value in family.samples]
     return "\n".join(lines) + "\n"
+
+
+def render(report: SweepReport, view: ReportView) -> str:
+    """The Prometheus text as a :class:`gpudiag.report.Format` (the view has nothing for it)."""
+    return render_prometheus(report)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rich import box
@@ -24,11 +24,13 @@ from rich.table import Table
 from rich.text import Text
 
 from gpudiag.model import GpuReading, HostReport, Severity, SmiStatus, SweepReport, host_status_label, worst
+from gpudiag.report.changes_report import render_changes
 from gpudiag.report.columns import Column, allot, fit, total
 from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
 from gpudiag.report.findings_section import SEVERITY_TAGS, findings_section, most_serious_first
 from gpudiag.report.fold import counted_label, generic, group_hosts, host_label, index_ranges, shown
 from gpudiag.report.terminal import safe, safe_text, trimmed_lines
+from gpudiag.report.view import ReportView
 
 MISSING = "-"  # a cell whose reading was not reported
 
@@ -39,22 +41,6 @@ EXIT_MEANINGS = {
     130: "stopped by SIGINT: the hosts that finished, the rest cancelled",
     143: "stopped by SIGTERM: the hosts that finished, the rest cancelled",
 }
-
-COLUMNS = (
-    "host",
-    "gpu",
-    "name",
-    "cc/SM",
-    "util %",
-    "mem %",
-    "power",
-    "SM clock",
-    "temp °C",
-    "PCIe",
-    "reasons",
-    "process",  # the GPU's main process (NodeReadings.main_process); left out when no GPU has one
-)
-
 
 # ------------------------------------------------------------------------------------------- cells
 
@@ -112,25 +98,56 @@ def pcie_cell(gpu: GpuReading) -> str:
     return f"{current}/{link(gpu.pcie_gen_max, gpu.pcie_width_max)}" if gpu.pcie_below_max else current
 
 
-def gpu_cells(gpu: GpuReading, process: str = MISSING) -> tuple[str, ...]:
-    """The row for one GPU, every column after ``host``; numbers rounded as shown. ``process``: its main
-    process, "pid 4312 sglang (job 81723)"."""
+def reasons_cell(gpu: GpuReading) -> str:
+    """ "sw_power_cap, hw_slowdown", "LOST" first for a lost GPU."""
     reasons = ", ".join(gpu.clock_event_reasons) or MISSING
     if gpu.lost:
         reasons = "LOST" if reasons == MISSING else f"LOST, {reasons}"
-    return (
-        str(gpu.index),
-        short_name(gpu.name),
-        cc_cell(gpu),
-        _num(gpu.utilization_pct),
-        _num(gpu.memory_utilization_pct),
-        power_cell(gpu),
-        clock_cell(gpu),
-        _num(gpu.temperature_c),
-        pcie_cell(gpu),
-        reasons,
-        process,
-    )
+    return reasons
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuColumn:
+    """One column of the GPU table, declared once: its header, its cell, how much it matters at a glance (the
+    findings say the rest: the least left out first in a narrow terminal), and how it is laid out."""
+
+    header: str
+    # (GPU, its main process) -> the cell; None for the host column, whose cell is the host (range) label
+    cell: Callable[[GpuReading, str], str] | None
+    priority: int
+    degraded_priority: int | None = None  # the priority when some GPU's PCIe link runs below its maximum
+    left: bool = False  # left-aligned (text), else right-aligned (numbers)
+    fold_to: int | None = None  # narrow terminals: wrap to this width ("sw_power_cap," whole)
+    wraps: bool = False  # the cell may take several lines
+    two_line_header: bool = False  # narrow terminals: "util" over "%"
+    unit_in_header: tuple[str, str] | None = None  # narrow terminals: (header, the unit taken out of each cell)
+
+
+NAME_COLUMN = "name"  # its width is chosen by the layout (_NAME_WIDE or _NAME_NARROW)
+PROCESS_COLUMN = "process"  # the GPU's main process (NodeReadings.main_process); left out when no GPU has one
+
+GPU_COLUMNS: tuple[GpuColumn, ...] = (
+    GpuColumn(header="host", cell=None, priority=100, left=True, fold_to=20, wraps=True),
+    GpuColumn(header="gpu", cell=lambda g, _: str(g.index), priority=100),
+    GpuColumn(header=NAME_COLUMN, cell=lambda g, _: short_name(g.name), priority=60, left=True, wraps=True),
+    GpuColumn(header="cc/SM", cell=lambda g, _: cc_cell(g), priority=10, left=True),
+    GpuColumn(header="util %", cell=lambda g, _: _num(g.utilization_pct), priority=90, two_line_header=True),
+    GpuColumn(header="mem %", cell=lambda g, _: _num(g.memory_utilization_pct), priority=35, two_line_header=True),
+    GpuColumn(header="power", cell=lambda g, _: power_cell(g), priority=85),
+    GpuColumn(header="SM clock", cell=lambda g, _: clock_cell(g), priority=50, unit_in_header=("SM MHz", " MHz")),
+    GpuColumn(header="temp °C", cell=lambda g, _: _num(g.temperature_c), priority=40, two_line_header=True),
+    GpuColumn(header="PCIe", cell=lambda g, _: pcie_cell(g), priority=20, degraded_priority=75, left=True),
+    GpuColumn(header="reasons", cell=lambda g, _: reasons_cell(g), priority=70, left=True, fold_to=14, wraps=True),
+    GpuColumn(header=PROCESS_COLUMN, cell=lambda _, process: process, priority=30, left=True, fold_to=28,
+              wraps=True),
+)
+COLUMNS = tuple(c.header for c in GPU_COLUMNS)  # the headers, in order
+
+
+def gpu_cells(gpu: GpuReading, process: str = MISSING) -> tuple[str, ...]:
+    """The row for one GPU, every column after ``host``; numbers rounded as shown. ``process``: its main
+    process, "pid 4312 sglang (job 81723)"."""
+    return tuple(c.cell(gpu, process) for c in GPU_COLUMNS if c.cell is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +193,7 @@ def _fold_gpu_rows(rows: list[Row]) -> list[Row]:
 
 def host_block(host: HostReport, *, fold: bool = True) -> HostBlock:
     """The host's block: its GPU rows (or a message), and its finding codes."""
-    codes = tuple(sorted((-1 if f.gpu is None else f.gpu, f.code, int(f.severity)) for f in host.findings))
+    codes = tuple(sorted((-1 if f.gpu is None else f.gpu, f.code, f.severity.rank) for f in host.findings))
     if not host.gpus:
         return HostBlock(status=host_status_label(host), message=generic(no_gpu_message(host), host), codes=codes)
     rows = []
@@ -193,21 +210,17 @@ def host_block(host: HostReport, *, fold: bool = True) -> HostBlock:
 _CELL_PADDING = (0, 1, 0, 0)
 _NAME_WIDE = 24  # "RTX PRO 6000 Blackwell Server Edition" takes two lines rather than a third of the row
 _NAME_NARROW = 12  # ... or three at 80 columns ("RTX PRO 6000" on the first)
-# Narrow terminals: the unit goes in the header, out of every cell ("SM MHz" over "2400/2430").
-_UNIT_IN_HEADER = {"SM clock": ("SM MHz", " MHz")}
-_TWO_LINE_HEADERS = frozenset({"util %", "mem %", "temp °C"})
-_NAME = COLUMNS.index("name")
-_PROCESS = COLUMNS.index("process")
-_LEFT = frozenset({"host", "name", "cc/SM", "PCIe", "reasons", "process"})
+_NAME = COLUMNS.index(NAME_COLUMN)
+_PROCESS = COLUMNS.index(PROCESS_COLUMN)
+_PCIE = COLUMNS.index("PCIe")
 
 
 def _columns(name_width: int, pcie_matters: bool) -> tuple[Column, ...]:
     """The GPU table's columns by how much they matter at a glance (the findings say the rest): a link below
     its maximum makes PCIe matter."""
-    priority = {"host": 100, "gpu": 100, "util %": 90, "power": 85, "reasons": 70, "name": 60, "SM clock": 50,
-                "temp °C": 40, "mem %": 35, "PCIe": 75 if pcie_matters else 20, "process": 30, "cc/SM": 10}
-    fold_to = {"host": 20, "name": name_width, "reasons": 14, "process": 28}  # "sw_power_cap," whole
-    return tuple(Column(header=h, priority=priority[h], fold_to=fold_to.get(h)) for h in COLUMNS)
+    return tuple(Column(header=c.header, fold_to=name_width if c.header == NAME_COLUMN else c.fold_to,
+                        priority=c.degraded_priority if pcie_matters and c.degraded_priority is not None
+                        else c.priority) for c in GPU_COLUMNS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,17 +241,17 @@ def _layout(groups: Sequence[tuple[tuple[str, ...], HostBlock]], width: int) -> 
             natural[0] = max(natural[0], *(cell_len(line) for line in label))
             for position, cell in enumerate(cells, start=1):
                 natural[position] = max(natural[position], cell_len(cell))
-    pcie_matters = any("/" in cells[COLUMNS.index("PCIe") - 1] for _, b in groups for cells, _ in b.rows)
+    pcie_matters = any("/" in cells[_PCIE - 1] for _, b in groups for cells, _ in b.rows)
     has_process = any(cells[_PROCESS - 1] != MISSING for _, b in groups for cells, _ in b.rows)
     every = tuple(p for p in range(len(COLUMNS)) if p != _PROCESS or has_process)
     headers = [max(natural[i], cell_len(h)) for i, h in enumerate(COLUMNS)]
     if total(_columns(_NAME_WIDE, pcie_matters), headers, every) <= width:
         return _Layout(every, every, {}, False)
-    compact = [max(natural[i], *(cell_len(part) for part in h.split())) if h in _TWO_LINE_HEADERS
-               else headers[i] for i, h in enumerate(COLUMNS)]
-    for i, header in enumerate(COLUMNS):
-        if header in _UNIT_IN_HEADER:
-            short, unit = _UNIT_IN_HEADER[header]
+    compact = [max(natural[i], *(cell_len(part) for part in c.header.split())) if c.two_line_header
+               else headers[i] for i, c in enumerate(GPU_COLUMNS)]
+    for i, column in enumerate(GPU_COLUMNS):
+        if column.unit_in_header is not None:
+            short, unit = column.unit_in_header
             compact[i] = max([cell_len(short), *(cell_len(cells[i - 1].removesuffix(unit))
                                                  for _, b in groups for cells, _ in b.rows)])
     layouts = []
@@ -258,14 +271,14 @@ def _gpu_table(groups: Sequence[tuple[tuple[str, ...], HostBlock]], width: int, 
     layout = _layout(labelled, width)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=_CELL_PADDING)
     for position in layout.shown:
-        header = COLUMNS[position]
-        shown_header = header
-        if layout.two_line_headers:
-            shown_header = _UNIT_IN_HEADER.get(header, (header.replace(" ", "\n") if header in _TWO_LINE_HEADERS
-                                                         else header, ""))[0]
-        folds = header in ("host", "name", "reasons", "process")
-        table.add_column(shown_header, justify="left" if header in _LEFT else "right",
-                         overflow="fold", no_wrap=not folds, style="bold" if color and header == "host" else "",
+        column = GPU_COLUMNS[position]
+        shown_header = column.header
+        if layout.two_line_headers and column.unit_in_header is not None:
+            shown_header = column.unit_in_header[0]
+        elif layout.two_line_headers and column.two_line_header:
+            shown_header = column.header.replace(" ", "\n")
+        table.add_column(shown_header, justify="left" if column.left else "right", overflow="fold",
+                         no_wrap=not column.wraps, style="bold" if color and column.cell is None else "",
                          max_width=layout.max_widths.get(position))
     for label, block in labelled:
         for row_number, (cells, severity) in enumerate(block.rows):
@@ -274,8 +287,9 @@ def _gpu_table(groups: Sequence[tuple[tuple[str, ...], HostBlock]], width: int, 
             for position, cell in enumerate(cells, start=1):
                 if layout.two_line_headers and position == _NAME and row_number and cell == block.rows[0][0][1]:
                     cell = ""  # a narrow name column wraps: a host's GPUs of one model say it once
-                if layout.two_line_headers and COLUMNS[position] in _UNIT_IN_HEADER:
-                    cell = cell.removesuffix(_UNIT_IN_HEADER[COLUMNS[position]][1])
+                unit = GPU_COLUMNS[position].unit_in_header
+                if layout.two_line_headers and unit is not None:
+                    cell = cell.removesuffix(unit[1])
                 style = SEVERITY_TAGS[severity][1] if color and severity and position == 1 else ""
                 row.append(safe_text(cell, style=style))
             table.add_row(*(row[p] for p in layout.shown), end_section=row_number == len(block.rows) - 1)
@@ -375,6 +389,17 @@ def render_table(report: SweepReport, *, width: int = 160, color: bool = False, 
         console.print(renderable)
     # rich pads every line to the console width; the padding is noise in a terminal and in golden files.
     return trimmed_lines(buffer.getvalue())
+
+
+def render(report: SweepReport, view: ReportView) -> str:
+    """The table format (:class:`gpudiag.report.Format`): :func:`render_table` in the view's width, colour and
+    folding, then the view's ``tail`` lines and, with a history, what changed since the last recorded run."""
+    text = render_table(report, width=view.width, color=view.color, fold=view.fold,
+                        findings_only=view.findings_only) + (f"\n{view.tail}" if view.tail else "")
+    if view.changes is not None:
+        said = render_changes(view.changes, view.flap)
+        text += "\n\n" + said if said else "\n\nNo change since the last recorded run."
+    return text
 
 
 def render_summary_line(report: SweepReport) -> str:

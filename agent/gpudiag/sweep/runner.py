@@ -207,7 +207,8 @@ async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptio
         raise asyncio.CancelledError  # not stopped by the caller: a cancellation is never swallowed
     reports = tuple(cancelled_report(host) if task.cancelled() else task.result()
                     for host, task in zip(hosts, tasks, strict=True))
-    return SweepReport(started_at=started_at, duration_s=round(time.monotonic() - started, 3), hosts=reports)
+    return SweepReport(started_at=started_at, duration_s=round(time.monotonic() - started, 3), hosts=reports,
+                       settings=options.settings)
 
 
 async def _until_done_or_stopped(tasks: Sequence[asyncio.Future[HostReport]], stop: asyncio.Event | None) -> None:

@@ -63,7 +63,9 @@ def select_shard(hosts: Sequence[Host], index: int, count: int, salt: str = "") 
 
 
 def merge(reports: Sequence[tuple[str, SweepReport]]) -> SweepReport:
-    """One report from several ``(source name, report)``; a host in two of them is an error."""
+    """One report from several ``(source name, report)``; a host in two of them is an error. The merged
+    report's check settings are the shards' when they all say the same ones, else None (not one set: each
+    finding's evidence still names the thresholds that decided it)."""
     if not reports:
         raise ShardError("nothing to merge")
     seen: dict[str, str] = {}
@@ -76,4 +78,5 @@ def merge(reports: Sequence[tuple[str, SweepReport]]) -> SweepReport:
         started_at=min(r.started_at for _, r in reports),
         duration_s=max(r.duration_s for _, r in reports),
         hosts=tuple(h for _, r in reports for h in r.hosts),
+        settings=settings.pop() if len(settings := {r.settings for _, r in reports}) == 1 else None,
     )

@@ -274,7 +274,7 @@ async def sweep_in_workers(hosts: Sequence[Host], options: SweepOptions, plans: 
                           findings=evaluate(host.name, HostStatus.ERROR, error, None, options.settings))
 
     return SweepReport(started_at=started_at, duration_s=round(time.monotonic() - started, 3),
-                       hosts=in_order(hosts, finished, unfinished), stopped_by=stopped_by)
+                       hosts=in_order(hosts, finished, unfinished), stopped_by=stopped_by, settings=options.settings)
 
 
 def _tell_stop(worker: _Running) -> None:
