@@ -24,12 +24,14 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from gpudiag.model import Host, HostReport, HostStatus, SweepReport
+from gpudiag.model.choices import EventLoop
+from gpudiag.sweep.loop import run, until_signal
 from gpudiag.sweep.shard import select_shard
 
 if TYPE_CHECKING:
@@ -121,50 +123,31 @@ def _worker(job: _Job, events: Connection, control: Connection) -> None:
     """A worker's process: sweep ``job``, sending events on ``events``; stop when ``control`` is readable."""
     stopped_by: list[str] = []
 
-    async def main() -> None:
+    async def main(stop: asyncio.Event) -> None:
         from gpudiag.sweep.runner import sweep
         from gpudiag.transport.build import RoutingTransport
         from gpudiag.transport.local import LocalTransport
         from gpudiag.transport.ssh import SshTransport
 
         loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
-
-        def on_signal(signum: int) -> None:  # the parent decides what a second signal does
-            if not stop.is_set():
-                stopped_by.append(signal.Signals(signum).name)
-                stop.set()
 
         def on_control() -> None:  # "stop", or EOF: the parent is gone
             loop.remove_reader(control.fileno())
             stop.set()
 
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, on_signal, signum)
         loop.add_reader(control.fileno(), on_control)
         transport = RoutingTransport(SshTransport(job.ssh.options(job.hosts)), LocalTransport())
         await sweep(job.hosts, transport, job.options, plans=job.plans, stop=stop, observer=_Forward(events),
                     on_note=lambda line: events.send(("note", line)))
 
     try:
-        _run(main(), job.uvloop)
+        # A signal stops this worker's sweep once; the parent decides what a second one does.
+        run(until_signal(main, stopped_by), EventLoop.UVLOOP if job.uvloop else EventLoop.ASYNCIO)
         events.send(("done", stopped_by[0] if stopped_by else None))
     except BrokenPipeError:  # the parent is gone: nobody to tell
         pass
     except Exception as exc:  # noqa: BLE001 - the parent turns it into its hosts' rows
         events.send(("failed", f"{type(exc).__name__}: {exc}"))
-
-
-def _run(coro: Coroutine[Any, Any, None], uvloop: bool) -> None:
-    if uvloop:
-        try:
-            import uvloop as chosen
-        except ImportError:  # the parent said so already
-            pass
-        else:
-            chosen.run(coro)
-            return
-    asyncio.run(coro)
 
 
 @dataclasses.dataclass(slots=True)
