@@ -5,8 +5,9 @@ Where the file is: ``--config FILE``, else ``$GPUDIAG_CONFIG``, else ``$XDG_CONF
 (``GPUDIAG_CONFIG``, ``GPUDIAG_EVENT_LOOP``), then the file, then the built-in default - click's own order for a
 ``default_map``.
 
-Layout: top-level keys apply to every command that has the option (``inventory = "..."`` serves sweep, watch,
-grep, ...); a ``[sweep]``, ``[watch]``, ... table sets one command's options and wins over the top level. A key
+Layout: the ``[defaults]`` table's keys apply to every command that has the option (``inventory = "..."``
+serves sweep, watch, grep, ...); a ``[sweep]``, ``[watch]``, ... table sets one command's options and wins over
+``[defaults]``. A key
 is the long option name without its dashes (``prom-file``, or ``prom_file``), its value the TOML type of the
 option: a string, a number, a boolean (a flag), or an array of strings (a repeatable option). An unknown key or
 table, or a value of the wrong type, is refused in one line that names the file, its line and the key; a TOML
@@ -15,16 +16,21 @@ syntax error names the file and the line. contrib/audit.toml is an example.
 
 from __future__ import annotations
 
+import enum
 import os
 import re
 import sys
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from gpudiag.cli.params import TYPES
+
 ENV = "GPUDIAG_CONFIG"
+SHARED = "defaults"  # the table whose keys apply to every command that has the option
 
 
 class ConfigError(ValueError):
@@ -77,6 +83,8 @@ def _line(text: str, table: str | None, key: str) -> int | None:
     current = None
     for number, line in enumerate(text.splitlines(), 1):
         header = re.match(r"\s*\[\s*([^\]\s]+)\s*\]", line)
+        if header and table is None and header.group(1).strip("\"'") == key:  # the table itself
+            return number
         if header:
             current = header.group(1).strip("\"'")
         elif current == table and re.match(rf"\s*[\"']?{re.escape(key)}[\"']?\s*=", line):
@@ -84,12 +92,17 @@ def _line(text: str, table: str | None, key: str) -> int | None:
     return None
 
 
-def _kind(param: Any) -> str:
-    name = getattr(param.type, "name", "")
-    if getattr(param, "is_flag", False) or name == "boolean":
-        return "boolean"
-    return {"integer": "integer", "integer range": "integer", "float": "number", "float range": "number"}.get(
-        name, "string")
+def _kind(tp: Any) -> tuple[str, tuple[str, ...] | None, bool]:
+    """What TOML value a parameter of Python type ``tp`` takes: (kind, the choices, an array?)."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if typing.get_origin(tp) is list:
+        return (*_kind(args[0])[:2], True)
+    if args and typing.get_origin(tp) is not list and len(args) == 1:  # X | None
+        return _kind(args[0])
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return "string", tuple(str(m.value) for m in tp), False
+    kind = {bool: "boolean", int: "integer", float: "number"}.get(tp, "string")
+    return kind, None, False
 
 
 def _fits(kind: str, value: object, choices: tuple[str, ...] | None) -> bool:
@@ -102,15 +115,13 @@ def _fits(kind: str, value: object, choices: tuple[str, ...] | None) -> bool:
     return isinstance(value, str) and (choices is None or value in choices)
 
 
-def _checked(param: Any, value: object) -> str | None:
-    """Why ``value`` cannot be ``param``'s (None: it can)."""
-    kind = _kind(param)
-    raw = getattr(param.type, "choices", None)
-    choices = tuple(str(getattr(c, "value", c)) for c in raw) if raw is not None else None
-    what = f"one of {', '.join(choices)}" if choices else f"a {kind}"
-    if getattr(param, "multiple", False) or param.nargs == -1:
+def _checked(tp: Any, value: object) -> str | None:
+    """Why ``value`` cannot be a parameter of type ``tp``'s (None: it can)."""
+    kind, choices, array = _kind(tp)
+    what = f"one of {', '.join(choices)}" if choices else ("an integer" if kind == "integer" else f"a {kind}")
+    if array:
         if not isinstance(value, list) or not all(_fits(kind, v, choices) for v in value):
-            return f"expected an array of {what.removeprefix('a ')}s" if not choices else f"expected an array, {what}"
+            return f"expected an array of {kind}s" + (f" ({what})" if choices else "")
         return None
     return None if _fits(kind, value, choices) else f"expected {what}, not {value!r}"
 
@@ -128,23 +139,25 @@ def defaults(path: Path, data: Mapping[str, Any], text: str, commands: Mapping[s
     def put(table: str | None, key: str, value: object, names: list[str]) -> None:
         hits = [n for n in names if key in keyed[n]]
         if not hits:
-            raise refuse(table, key, "unknown key" + ("" if table else " (no command has such an option)"))
+            raise refuse(table, key, "unknown key" + (" (no command has such an option)" if table == SHARED else ""))
         for name in hits:
             param = keyed[name][key]
-            why = _checked(param, value)
+            why = _checked(TYPES.get(name, {}).get(param.name, str), value)
             if why:
                 raise refuse(table, key, why)
             found[name][param.name] = value
 
-    tables = {key: value for key, value in data.items() if isinstance(value, dict)}
     for key, value in data.items():
-        if key not in tables:
-            put(None, key, value, list(commands))
-    for table, values in tables.items():
-        if table not in commands:
-            raise refuse(None, table, f"unknown table [{table}] (the commands: {', '.join(commands)})")
-        for key, value in values.items():
-            put(table, key, value, [table])
+        if not isinstance(value, dict):
+            raise refuse(None, key, f"a key outside any table (put it in [{SHARED}] or a command's table)")
+        if key != SHARED and key not in commands:
+            raise refuse(None, key, f"unknown table [{key}] (known: {SHARED}, {', '.join(commands)})")
+    for key, value in data.get(SHARED, {}).items():
+        put(SHARED, key, value, list(commands))
+    for table, values in data.items():
+        if table != SHARED:
+            for key, value in values.items():
+                put(table, key, value, [table])
     return found
 
 

@@ -211,7 +211,7 @@ UNDRAIN_LEVEL = DRAIN.members[0].but(type=DrainLevel, default=DrainLevel.CRITICA
 
 
 CONFIG = Param(name="config", type=Path | None, default=None, decls=("--config",),
-               help="Read option values from this TOML file (\\[sweep], \\[watch]... tables; top-level keys for every "
+               help="Read option values from this TOML file (\\[sweep], \\[watch]... tables; \\[defaults] for every "
                     "command). Default: $XDG_CONFIG_HOME/gpudiag/config.toml when it exists.",
                extra={"envvar": config.ENV, "is_eager": True, "callback": config.load, "metavar": "FILE",
                       "show_envvar": False})

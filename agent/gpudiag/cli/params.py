@@ -74,6 +74,10 @@ class Group:
 
 Takes = Group | Param
 
+# Each command's parameters' Python types by name, as :func:`takes` declared them: what a config file's value
+# is checked against (gpudiag.cli.config), whatever click or typer make of the types.
+TYPES: dict[str, dict[str, Any]] = {}
+
 
 class Given(Mapping[str, Any]):
     """The values of the groups' parameters of one invocation, by :attr:`Param.name`."""
@@ -119,6 +123,7 @@ def takes(name: str, *groups: Takes) -> Callable[[Callable[..., None]], Callable
         command.late_help = {p.name: p.late_help for p in params if p.late_help}  # type: ignore[attr-defined]
         command.takes = groups  # type: ignore[attr-defined]
         command.command_name = name  # type: ignore[attr-defined]
+        TYPES[name] = dict(command.__annotations__)
         return command
 
     return wrap
