@@ -15,7 +15,7 @@ import typer
 from gpudiag.audit.scheduled import EXIT_CANNOT_RUN
 from gpudiag.cli.commands import exporter, history, inventory, local, logs, merge, sweep, undrain, watch
 from gpudiag.cli.common import use_event_loop
-from gpudiag.cli.params import Command
+from gpudiag.cli.params import Command, RootGroup
 from gpudiag.model.choices import EventLoop
 
 # The commands, in the order --help lists them: each is one module of gpudiag.cli.commands (grep beside
@@ -24,7 +24,7 @@ COMMANDS = (sweep.sweep, local.local, inventory.inventory, watch.watch, merge.me
             undrain.undrain, history.history, exporter.exporter)
 
 # -h as well as --help, on every command (click passes help_option_names down to the subcommands' contexts).
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
+app = typer.Typer(cls=RootGroup, add_completion=False, pretty_exceptions_enable=False,
                   context_settings={"help_option_names": ["-h", "--help"]})
 
 
@@ -43,7 +43,7 @@ def _version(value: bool) -> None:
 def _global(ctx: typer.Context,
             event_loop: EventLoop = typer.Option(EventLoop.ASYNCIO, "--event-loop", envvar="GPUDIAG_EVENT_LOOP",
                                                  help="asyncio (default) or uvloop (faster, when installed)."),
-            _show_version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
+            _show_version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True, metavar="",
                                                help="Print gpudiag's version and exit."),
             ) -> None:
     """Agentless GPU health sweep over SSH: what is wrong with the GPUs of a cluster."""

@@ -1,4 +1,5 @@
-"""``--config FILE``: a TOML file that sets any option of any command, through click's ``default_map``.
+"""``--config FILE``: a TOML file that sets any option of any command, through click's ``default_map``. The global ``--event-loop`` (before the command's name) is not read from the file: give it
+on the command line or as ``GPUDIAG_EVENT_LOOP``.
 
 Where the file is: ``--config FILE``, else ``$GPUDIAG_CONFIG``, else ``$XDG_CONFIG_HOME/gpudiag/config.toml``
 (``~/.config/gpudiag/config.toml``) when it exists. Precedence: the command line, then the environment

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,7 +129,21 @@ def takes(name: str, *groups: Takes) -> Callable[[Callable[..., None]], Callable
     return wrap
 
 
-class Command(TyperCommand):
+class _NoFlagMetavar:
+    """The help option is a flag: no ``<bool>`` beside it."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        if option is not None:
+            option.metavar = ""
+        return option
+
+
+class RootGroup(_NoFlagMetavar, TyperGroup):
+    """The ``gpudiag`` group itself."""
+
+
+class Command(_NoFlagMetavar, TyperCommand):
     """Every gpudiag command: help texts that quote a default get it when the help is shown."""
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
@@ -141,9 +155,3 @@ class Command(TyperCommand):
                 if not param.help.endswith(text):  # type: ignore[attr-defined]
                     param.help = f"{param.help} {text}"  # type: ignore[attr-defined]
         super().format_help(ctx, formatter)
-
-    def get_help_option(self, ctx: Any) -> Any:
-        option = super().get_help_option(ctx)
-        if option is not None:
-            option.metavar = ""  # a flag: no <bool> in the help
-        return option

@@ -118,3 +118,8 @@ def test_a_threshold_help_quotes_the_default_where_it_is_defined(monkeypatch: py
 
     monkeypatch.setattr(gpudiag.checks.settings, "CheckSettings", Other)
     assert "as busy (default 77)" in _words(_help("watch"))
+
+
+def test_the_root_help_names_no_bool_either() -> None:
+    done = CliRunner().invoke(app, ["-h"], env=ENV, prog_name="gpudiag", terminal_width=80)
+    assert done.exit_code == 0 and "--version" in done.stdout and "<bool>" not in done.stdout

@@ -14,8 +14,7 @@ EVERY = typer.Option(30.0, "--every", min=0.0, metavar="S", help="Seconds from o
 
 @command("exporter")
 def exporter(listen: str = LISTEN, every: float = EVERY, *, given: Given) -> None:
-    """Keep one connection per host and serve /metrics for the whole fleet (Prometheus), each scrape answered
-    from the last refresh."""
+    """Keep one connection per host and serve /metrics for the fleet (Prometheus), each scrape from the last refresh."""
     from gpudiag.audit.exporter import ExporterError, parse_listen, run_exporter
     from gpudiag.cli import build
     from gpudiag.transport.build import open_transport
