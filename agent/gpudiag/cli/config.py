@@ -1,10 +1,10 @@
-"""``--config FILE``: a TOML file that sets any option of any command, through click's ``default_map``. The global ``--event-loop`` (before the command's name) is not read from the file: give it
-on the command line or as ``GPUDIAG_EVENT_LOOP``.
+"""``--config FILE``: a TOML file that sets any option of any command, through click's ``default_map``.
 
 Where the file is: ``--config FILE``, else ``$GPUDIAG_CONFIG``, else ``$XDG_CONFIG_HOME/gpudiag/config.toml``
 (``~/.config/gpudiag/config.toml``) when it exists. Precedence: the command line, then the environment
 (``GPUDIAG_CONFIG``, ``GPUDIAG_EVENT_LOOP``), then the file, then the built-in default - click's own order for a
-``default_map``.
+``default_map``. The global ``--event-loop`` (before the command's name) is not read from the file: give it on
+the command line or as ``GPUDIAG_EVENT_LOOP``.
 
 Layout: the ``[defaults]`` table's keys apply to every command that has the option (``inventory = "..."``
 serves sweep, watch, grep, ...); a ``[sweep]``, ``[watch]``, ... table sets one command's options and wins over
