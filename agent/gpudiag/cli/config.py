@@ -8,11 +8,10 @@ the command line or as ``GPUDIAG_EVENT_LOOP``.
 
 Layout: the ``[defaults]`` table's keys apply to every command that has the option (``inventory = "..."``
 serves sweep, watch, grep, ...); a ``[sweep]``, ``[watch]``, ... table sets one command's options and wins over
-``[defaults]``. A key
-is the long option name without its dashes (``prom-file``, or ``prom_file``), its value the TOML type of the
-option: a string, a number, a boolean (a flag), or an array of strings (a repeatable option). An unknown key or
-table, or a value of the wrong type, is refused in one line that names the file, its line and the key; a TOML
-syntax error names the file and the line. contrib/audit.toml is an example.
+``[defaults]``. A key is the long option name without its dashes (``prom-file``, or ``prom_file``), its value
+the TOML type of the option: a string, a number, a boolean (a flag), or an array of strings (a repeatable
+option). An unknown key or table, or a value of the wrong type, is refused in one line that names the file,
+its line and the key; a TOML syntax error names the file and the line. contrib/audit.toml is an example.
 """
 
 from __future__ import annotations

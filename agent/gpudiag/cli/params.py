@@ -38,6 +38,7 @@ class Param:
 
     @property
     def members(self) -> tuple[Param, ...]:
+        """A parameter taken alone is a group of one (a command's table entry is a Group or a Param)."""
         return (self,)
 
     def but(self, **changes: Any) -> Param:
@@ -52,11 +53,6 @@ class Param:
         if self.type in (bool, bool | None) and "metavar" not in kwargs:
             kwargs["metavar"] = ""  # a flag takes no value: no <bool> in the help
         return typer.Option(self.default, *self.decls, **kwargs)
-
-    @property
-    def long(self) -> str:
-        """The long option name (``--inventory``), or the argument's name."""
-        return next((d.split("/")[0] for d in self.decls if d.startswith("--")), self.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +117,6 @@ def takes(name: str, *groups: Takes) -> Callable[[Callable[..., None]], Callable
         command.__annotations__ = {p.name: p.annotation for p in own} | {p.name: p.type for p in params}
         del command.__wrapped__  # typer must read the signature above
         command.late_help = {p.name: p.late_help for p in params if p.late_help}  # type: ignore[attr-defined]
-        command.takes = groups  # type: ignore[attr-defined]
         command.command_name = name  # type: ignore[attr-defined]
         TYPES[name] = dict(command.__annotations__)
         return command
