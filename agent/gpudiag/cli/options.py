@@ -34,9 +34,14 @@ def _in(panel: str, *params: Param) -> Group:
 
 TARGETS = Param(name="targets", type=list[str] | None, default=None, argument=True,
                 help="Hosts or patterns (gpu[01-16]), ~/.ssh/config aliases, or localhost.")
+INVENTORY = Param(name="inventory", type=Path | None, default=None, decls=("--inventory", "-i"),
+                  panel=HOSTS_PANEL, help="Inventory YAML file.", extra={"metavar": "FILE"})
+LIMIT = Param(name="limit", type=list[str], default=[], decls=("--limit",), panel=HOSTS_PANEL,
+              extra={"metavar": "PATTERN"}, help="Only these groups or host patterns (repeatable).")
+EXCLUDE = Param(name="exclude", type=list[str], default=[], decls=("--exclude",), panel=HOSTS_PANEL,
+                extra={"metavar": "PATTERN"}, help="Leave out these host patterns (repeatable).")
 HOSTS = _in(HOSTS_PANEL,
-    Param(name="inventory", type=Path | None, default=None, decls=("--inventory", "-i"), help="Inventory YAML file.",
-          extra={"metavar": "FILE"}),
+    INVENTORY,
     Param(name="user", type=str | None, default=None, decls=("--user", "-u"), help="SSH user for the targets.",
           extra={"metavar": "USER"}),
     Param(name="port", type=int | None, default=None, decls=("--port", "-p"), help="SSH port for the targets.",
@@ -46,10 +51,8 @@ HOSTS = _in(HOSTS_PANEL,
     Param(name="jump", type=str | None, default=None, decls=("--jump", "-J"), extra={"metavar": "HOST"},
           help="Reach every host through this bastion, \\[user@]host[:port] (ssh -J; an IPv6 one in brackets: "
                "ops@\\[::1]:22)."),
-    Param(name="limit", type=list[str], default=[], decls=("--limit",), extra={"metavar": "PATTERN"},
-          help="Only these groups or host patterns (repeatable)."),
-    Param(name="exclude", type=list[str], default=[], decls=("--exclude",), extra={"metavar": "PATTERN"},
-          help="Leave out these host patterns (repeatable)."),
+    LIMIT,
+    EXCLUDE,
 )
 DEMO = Param(name="demo", type=bool, default=False, decls=("--demo",), panel=HOSTS_PANEL,
              help="The built-in simulated cluster, over real SSH on loopback (no GPU, no cluster needed).")
@@ -225,8 +228,7 @@ TAKES: dict[str, tuple[Takes, ...]] = {
     "sweep": (TARGETS, *REACHING_HOSTS, DEMO, LOCAL, SAMPLING, CHECKS, LOGS, FORMAT, QUIET, FOLD, PROGRESS,
               SAMPLES_DETAIL, OUTPUT, SAVE_RAW, AUDIT, SLURM, DRAIN, WORKERS, SHARD),
     "local": (SAMPLING, TIMEOUT, CHECKS, LOGS, FORMAT, QUIET, FOLD, SAMPLES_DETAIL),
-    "inventory": (HOSTS.members[0].but(type=Path, default=...), HOSTS.members[5], HOSTS.members[6], TEXT_FORMAT,
-                  JSON_ALIAS, FOLD),
+    "inventory": (INVENTORY.but(type=Path, default=...), LIMIT, EXCLUDE, TEXT_FORMAT, JSON_ALIAS, FOLD),
     "watch": (TARGETS, *REACHING_HOSTS, DEMO, SAMPLING.but(samples=2), CHECKS,
               TEXT_FORMAT.but(help="table (the live view) or json: one gpudiag.sweep/2 document per refresh, one "
                                    "a line (JSON Lines).")),
