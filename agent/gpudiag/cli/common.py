@@ -136,7 +136,7 @@ def sweep_selected(request: SweepRequest, selected: SelectedHosts) -> SweepRepor
         if workers > 1:
             return sweep_in_workers(prepared.hosts, prepared.options, prepared.plans, request.ssh, workers,
                                     stop=stop, observer=observer, on_note=say,
-                                    uvloop=_event_loop[0] is EventLoop.UVLOOP)
+                                    event_loop=_event_loop[0])
         return sweep(prepared.hosts, open_transport(prepared.ssh), prepared.options, plans=prepared.plans, stop=stop,
                      on_note=say, observer=observer)
 

@@ -103,7 +103,7 @@ class _Job:
     options: SweepOptions
     plans: Mapping[str, LogPlan]
     ssh: SshRequest
-    uvloop: bool
+    event_loop: EventLoop
 
 
 class _Forward:
@@ -142,7 +142,7 @@ def _worker(job: _Job, events: Connection, control: Connection) -> None:
 
     try:
         # A signal stops this worker's sweep once; the parent decides what a second one does.
-        run(until_signal(main, stopped_by), EventLoop.UVLOOP if job.uvloop else EventLoop.ASYNCIO)
+        run(until_signal(main, stopped_by), job.event_loop)  # uvloop missing: the parent said so already
         events.send(("done", stopped_by[0] if stopped_by else None))
     except BrokenPipeError:  # the parent is gone: nobody to tell
         pass
@@ -184,7 +184,7 @@ def _start(context: multiprocessing.context.SpawnContext, job: _Job) -> tuple[
 async def sweep_in_workers(hosts: Sequence[Host], options: SweepOptions, plans: Mapping[str, LogPlan],
                            ssh: SshRequest, count: int, *, stop: asyncio.Event | None = None,
                            observer: SweepObserver | None = None, on_note: Callable[[str], None] | None = None,
-                           uvloop: bool = False) -> SweepReport:
+                           event_loop: EventLoop = EventLoop.ASYNCIO) -> SweepReport:
     """Sweep ``hosts`` in ``count`` worker processes; one report, in the hosts' order, as
     :func:`gpudiag.sweep.runner.sweep` would
     make it. ``options.concurrency`` and the SSH pacing bounds hold for all the workers together."""
@@ -229,7 +229,7 @@ async def sweep_in_workers(hosts: Sequence[Host], options: SweepOptions, plans: 
     try:
         for part in parts:
             job = _Job(hosts=part, options=per_worker, plans={h.name: plans[h.name] for h in part},
-                       ssh=ssh.shared_by(len(parts)), uvloop=uvloop)
+                       ssh=ssh.shared_by(len(parts)), event_loop=event_loop)
             process, events, control = _start(context, job)
             worker = _Running(process=process, events=events, control=control, ended=loop.create_future(),
                               failure="it ended without a report")
