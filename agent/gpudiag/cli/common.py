@@ -191,10 +191,18 @@ def output_request(fmt: OutputFormat, *, quiet: bool = False, samples_detail: bo
                          progress=progress)
 
 
-def render_report(report: SweepReport, output: OutputRequest, *, color: bool = False) -> str:
-    """``report`` as the text ``output`` asks for."""
+def render_report(report: SweepReport, output: OutputRequest, *, color: bool = False, one_line: bool = False) -> str:
+    """``report`` as the text ``output`` asks for: the one place the commands render a report (sweep's goes
+    through the audit step, :func:`gpudiag.audit.scheduled.audit`). ``one_line``: JSON on one line (watch's JSON
+    Lines; the JSON format itself indents)."""
     from gpudiag.report import render
 
+    if output.format is OutputFormat.JSON and one_line:
+        import json
+
+        from gpudiag.report.json_report import to_document
+
+        return json.dumps(to_document(report, samples_detail=output.samples_detail), separators=(",", ":"))
     if output.format is OutputFormat.TABLE:
         return render(report, output.format, color=color, width=output.width, fold=output.fold,
                       findings_only=output.quiet)

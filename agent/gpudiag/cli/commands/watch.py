@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from gpudiag.cli.common import configuration_errors, fail, prepare_hosts, run_async, terminal_width
+from gpudiag.cli.common import configuration_errors, fail, prepare_hosts, render_report, run_async, terminal_width
 from gpudiag.cli.options import command
 from gpudiag.cli.params import Given
 from gpudiag.model.choices import TextFormat
+from gpudiag.report import OutputFormat
 
 if TYPE_CHECKING:
     from gpudiag.model import SweepReport
@@ -36,7 +37,8 @@ def watch(every: float = EVERY, count: int = COUNT, plain: bool = PLAIN, *, give
     # refreshes and it leaves.
     try:
         request = build.request(given, sweep=build.sweep_options(given, stream=True,
-                                                                 idle_s=3 * every + given["timeout"]))
+                                                                 idle_s=3 * every + given["timeout"]),
+                                fmt=OutputFormat(fmt.value))
         prepared, demo_plan = prepare_hosts(request, "no hosts to watch: give targets, -i INVENTORY or --demo")
     except configuration_errors() as exc:
         raise fail(str(exc)) from None
@@ -44,13 +46,8 @@ def watch(every: float = EVERY, count: int = COUNT, plain: bool = PLAIN, *, give
     screen = LiveScreen() if live else None
 
     def show(refresh: int, report: SweepReport, change: Changes) -> None:
-        if fmt is TextFormat.JSON:
-            import json
-
-            from gpudiag.report.json_report import to_document
-
-            # JSON Lines: one document a line (the report's render path indents; a line needs it compact).
-            typer.echo(json.dumps(to_document(report), separators=(",", ":")))
+        if fmt is TextFormat.JSON:  # JSON Lines: one document a line
+            typer.echo(render_report(report, request.output, one_line=True))
             return
         text = render_watch(refresh, count, report, appeared=change.appeared, cleared=change.cleared, color=live,
                             width=terminal_width())  # asked each refresh: the terminal may have been resized
