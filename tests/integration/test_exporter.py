@@ -1,6 +1,7 @@
 """``gpudiag exporter`` against the loopback cluster, with a node whose nvidia-smi hangs: /metrics (served by
 prometheus_client) answers at once from the last finished refresh, before the first refresh too, and shows
-the fleet's series once a refresh has finished; the hung node shows as down."""
+the fleet's series once a refresh has finished; the hung node shows as down. ``--demo`` serves the demo cluster's
+metrics."""
 
 from __future__ import annotations
 
@@ -22,6 +23,16 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Ctrl-C, as an operator stops it (killed if it does not end)."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def scrape(url: str) -> tuple[float, str]:
@@ -64,10 +75,31 @@ def test_exporter_answers_from_the_last_refresh(sshd_cluster, tmp_path: Path) ->
         assert any(line.startswith('gpudiag_gpu_power_watts{gpu="0",host="healthy"') for line in lines)
         assert "# TYPE gpudiag_gpu_utilization_ratio gauge" in lines
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _stop(proc)
     assert sshd_cluster.hung_stub_ended("hang", wait_s=10)
+
+
+def test_exporter_serves_the_demo_cluster(tmp_path: Path) -> None:
+    pytest.importorskip("prometheus_client", reason="prometheus_client not installed: pip install 'gpudiag[exporter]'")
+    port = _free_port()
+    log = tmp_path / "exporter.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "gpudiag", "exporter", "--demo", "--listen",
+                                 f"127.0.0.1:{port}", "--every", "1", "--samples", "1", "--interval", "0"],
+                                cwd=REPO, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        text, deadline = "", time.monotonic() + 60
+        while 'gpudiag_host_up{host="train-h200-01"} 1.0' not in text:
+            assert time.monotonic() < deadline and proc.poll() is None, log.read_text()
+            try:
+                _, text = scrape(f"http://127.0.0.1:{port}/metrics")
+            except OSError:  # not listening yet
+                pass
+            time.sleep(0.2)
+        lines = text.splitlines()
+        assert 'gpudiag_host_up{host="train-h200-05"} 0.0' in lines  # the demo's unreachable node
+        assert any(line.startswith("gpudiag_exporter_refreshes ") for line in lines)
+    finally:
+        _stop(proc)
+    assert proc.returncode == 130, log.read_text()
+    assert log.read_text().endswith("gpudiag: exporter stopped\n")

@@ -96,8 +96,10 @@ def test_the_graph_is_read() -> None:
     graph = _import_graph()
     assert len(graph) > 30
     # The edges this file is about, so that an empty or broken walk cannot pass the test below.
-    assert {"gpudiag.cli.logs_commands", "gpudiag.cli.common", "gpudiag.cli.request"} <= graph["gpudiag.cli.app"]
-    assert "gpudiag.cli.common" in graph["gpudiag.cli.logs_commands"]
+    assert {"gpudiag.cli.commands.logs", "gpudiag.cli.common"} <= graph["gpudiag.cli.app"]
+    assert {"gpudiag.cli.request", "gpudiag.sweep.runner"} <= graph["gpudiag.cli.build"]
+    assert "gpudiag.cli.build" in graph["gpudiag.cli.commands.sweep"]  # inside the command
+    assert "gpudiag.cli.common" in graph["gpudiag.cli.commands.logs"]
     assert "gpudiag.sweep.runner" in graph["gpudiag.cli.common"]  # a lazy import, inside a function
     assert "gpudiag.model.choices" in graph["gpudiag.collect.remote"]
     assert "gpudiag.logs.plan" in graph["gpudiag.cli.request"]  # under TYPE_CHECKING and inside functions
@@ -110,13 +112,13 @@ def test_no_import_cycle() -> None:
 def test_a_lazy_import_back_is_a_cycle() -> None:
     # What the logs commands did before: `from gpudiag.cli.app import _fail` inside a command.
     graph = dict(_import_graph())
-    graph["gpudiag.cli.logs_commands"] = graph["gpudiag.cli.logs_commands"] | {"gpudiag.cli.app"}
-    assert _cycles(graph) == [["gpudiag.cli.app", "gpudiag.cli.logs_commands"]]
+    graph["gpudiag.cli.commands.logs"] = graph["gpudiag.cli.commands.logs"] | {"gpudiag.cli.app"}
+    assert _cycles(graph) == [["gpudiag.cli.app", "gpudiag.cli.commands.logs"]]
 
 
 def test_the_command_modules_import_in_any_order() -> None:
     # Fresh interpreters: each command module first, then the others.
-    orders = (("cli.logs_commands", "cli.app"), ("cli.common", "cli.logs_commands", "cli.app"),
+    orders = (("cli.commands.logs", "cli.app"), ("cli.common", "cli.commands.logs", "cli.app"),
               ("cli.request", "cli.app"), ("cli.app",))
     for order in orders:
         code = ";".join(f"import gpudiag.{m}" for m in order)
@@ -128,7 +130,8 @@ def test_help_loads_no_heavy_layer() -> None:
     # `gpudiag --help` stays fast: the layers below the CLI (asyncssh, yaml, the rich table, the collector
     # bundle, even the request's dataclasses) load only where a command uses them.
     heavy = ("asyncssh", "yaml", "cryptography", "gpudiag.sweep.runner", "gpudiag.transport.ssh",
-             "gpudiag.report.table", "gpudiag.collect.remote", "gpudiag.collect.bundle", "gpudiag.cli.request")
+             "gpudiag.report.table", "gpudiag.collect.remote", "gpudiag.collect.bundle", "gpudiag.cli.request",
+             "gpudiag.cli.build", "gpudiag.checks")
     code = f"import sys, gpudiag.cli.app; print(*[m for m in {heavy!r} if m in sys.modules])"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout.strip()) == (0, ""), done.stderr

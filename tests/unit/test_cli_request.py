@@ -16,7 +16,8 @@ import pytest
 from builders import gpu, host_report, sample, sweep
 from typer.testing import CliRunner
 
-import gpudiag.cli.app
+import gpudiag.cli.commands.local
+import gpudiag.cli.commands.sweep
 import gpudiag.cli.common
 import gpudiag.sweep.runner
 from gpudiag.checks import CheckSettings, SettingsError
@@ -159,7 +160,8 @@ def test_samples_detail_is_in_the_request(monkeypatch: pytest.MonkeyPatch) -> No
         requests.append(request)
         return real(request, **kwargs)
 
-    monkeypatch.setattr(gpudiag.cli.app, "sweep_report", recording)
+    monkeypatch.setattr(gpudiag.cli.commands.local, "sweep_report", recording)
+    monkeypatch.setattr(gpudiag.cli.commands.sweep, "sweep_report", recording)
     for args in (("local",), ("local", "--samples-detail"), ("sweep", "--local"), ("sweep", "--local",
                                                                                  "--samples-detail")):
         done = invoke(*args, "--samples", "1", "--interval", "0", "--quiet")

@@ -1,7 +1,8 @@
-"""What the command modules (:mod:`.app`, :mod:`.logs_commands`, ...) share: the "cannot run" exit, the one-line
-failure, the event loop, and carrying out a :class:`~gpudiag.cli.request.SweepRequest`.
+"""What the command modules (:mod:`gpudiag.cli.commands`) share: the one-line failure (exit
+:data:`~gpudiag.audit.scheduled.EXIT_CANNOT_RUN`), the event loop, and carrying out a
+:class:`~gpudiag.cli.request.SweepRequest`.
 
-Both command modules import this one and it imports neither, so the command layer has no import cycle.
+Every command module imports this one and it imports none, so the command layer has no import cycle.
 Like them it imports the layers below only where they are used, so that ``gpudiag --help`` starts fast.
 """
 
@@ -11,24 +12,27 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-import signal
 import sys
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from gpudiag.model.choices import EventLoop
+from gpudiag.audit.scheduled import EXIT_CANNOT_RUN
+from gpudiag.model.choices import EventLoop, TextFormat
 from gpudiag.report import OutputFormat
 
 if TYPE_CHECKING:
-    from gpudiag.cli.request import HostSelection, OutputRequest, SelectedHosts, SweepRequest
+    from gpudiag.cli.request import HostSelection, OutputRequest, PreparedSweep, SelectedHosts, SweepRequest
+    from gpudiag.demo.demo import DemoNode
+    from gpudiag.logs.plan import Planner
     from gpudiag.model import SweepReport
-    from gpudiag.sweep.runner import SweepObserver
+    from gpudiag.sweep.runner import SweepObserver, SweepOptions
+
+    DemoPlan = tuple[SweepOptions, Planner, tuple[DemoNode, ...]]  # prepare_demo's: the demo's options, planner, nodes
 
 T = TypeVar("T")
 
-EXIT_CANNOT_RUN = 3
 PIPE_WIDTH = 160  # a report to a pipe or a file: wide enough that a table row is one line for grep
 MIN_WIDTH = 40  # narrower than this, no layout reads well: the lines wrap in the terminal instead
 
@@ -43,24 +47,10 @@ def use_event_loop(loop: EventLoop) -> None:
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` on the chosen event loop; uvloop falls back to asyncio, saying so, when not installed."""
-    if _event_loop[0] is EventLoop.UVLOOP:
-        try:
-            import uvloop
-        except ImportError:
-            typer.echo("gpudiag: uvloop is not installed; using asyncio", err=True)
-        else:
-            loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
-            try:
-                asyncio.set_event_loop(loop)
-                return loop.run_until_complete(coro)
-            finally:
-                asyncio.set_event_loop(None)
-                loop.close()
-    return asyncio.run(coro)
+    """Run ``coro`` on the chosen event loop (:func:`gpudiag.sweep.loop.run`)."""
+    from gpudiag.sweep.loop import run
 
-
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    return run(coro, _event_loop[0], note=_say)
 
 
 def _say(line: str) -> None:
@@ -69,34 +59,12 @@ def _say(line: str) -> None:
 
 async def until_signal(start: Callable[[asyncio.Event], Coroutine[Any, Any, T]], stopped_by: list[str], *,
                        say: Callable[[str], None] = _say) -> T:
-    """Run ``start(stop)``; the first SIGINT or SIGTERM sets ``stop`` (the sweep cancels what is in flight and
-    reports what finished) and puts its name in ``stopped_by``, a second one exits at once with no report.
-    ``say`` prints a line on stderr (through the progress display while one is shown).
-    Where the loop cannot watch signals (not the main thread), it runs as is."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
+    """:func:`gpudiag.sweep.loop.until_signal` as a command runs it: the first SIGINT or SIGTERM stops the sweep
+    (``say`` prints why, through the progress display while one is shown), a second one exits at once with no
+    report."""
+    from gpudiag.sweep import loop
 
-    def on_signal(signum: int) -> None:
-        if stop.is_set():
-            _exit_at_once(signum)
-        stopped_by.append(signal.Signals(signum).name)
-        say(f"{stopped_by[0]}: stopping; reporting what finished (again: exit now)")  # fits 80 columns
-        stop.set()
-
-    watched = []
-    try:
-        for signum in _STOP_SIGNALS:
-            loop.add_signal_handler(signum, on_signal, signum)
-            watched.append(signum)
-    except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here
-        pass
-    try:
-        return await start(stop)
-    finally:
-        for signum in watched:
-            loop.remove_signal_handler(signum)
-            if stop.is_set():  # while the report of what finished is written, another signal still exits at once
-                signal.signal(signum, lambda number, _frame: _exit_at_once(number))
+    return await loop.until_signal(start, stopped_by, say=say, again=_exit_at_once)
 
 
 def _exit_at_once(signum: int) -> None:
@@ -168,7 +136,7 @@ def sweep_selected(request: SweepRequest, selected: SelectedHosts) -> SweepRepor
         if workers > 1:
             return sweep_in_workers(prepared.hosts, prepared.options, prepared.plans, request.ssh, workers,
                                     stop=stop, observer=observer, on_note=say,
-                                    uvloop=_event_loop[0] is EventLoop.UVLOOP)
+                                    event_loop=_event_loop[0])
         return sweep(prepared.hosts, open_transport(prepared.ssh), prepared.options, plans=prepared.plans, stop=stop,
                      on_note=say, observer=observer)
 
@@ -223,9 +191,33 @@ def output_request(fmt: OutputFormat, *, quiet: bool = False, samples_detail: bo
                          progress=progress)
 
 
-def render_report(report: SweepReport, output: OutputRequest, *, color: bool = False) -> str:
-    """``report`` as the text ``output`` asks for."""
+def render_report(report: SweepReport, output: OutputRequest, *, color: bool = False, one_line: bool = False) -> str:
+    """``report`` as the text ``output`` asks for: the one place the commands render a report (sweep's goes
+    through the audit step, :func:`gpudiag.audit.scheduled.audit`). ``one_line``: JSON on one line (watch's JSON
+    Lines; the JSON format itself indents)."""
     from gpudiag.report import ReportView, render
 
     return render(report, output.format, ReportView(width=output.width, color=color, fold=output.fold,
-                                                    findings_only=output.quiet, samples_detail=output.samples_detail))
+                                                    findings_only=output.quiet, samples_detail=output.samples_detail,
+                                                    one_line=one_line))
+
+
+def wants_json(fmt: TextFormat, deprecated_json: bool) -> bool:
+    """Whether ``--format`` (or the deprecated ``--json``, saying so on stderr) asks for JSON."""
+    if deprecated_json:
+        typer.echo("gpudiag: --json is deprecated; use --format json", err=True)
+    return deprecated_json or fmt is TextFormat.JSON
+
+
+def prepare_hosts(request: SweepRequest, no_hosts: str) -> tuple[PreparedSweep | None, DemoPlan | None]:
+    """For the commands that keep connections (watch, exporter): the prepared hosts, or with ``--demo`` the
+    demo's options, planner and nodes (:func:`gpudiag.cli.request.prepare_demo`). No host: ``RequestError``
+    with ``no_hosts``. Configuration errors raise before any connection."""
+    from gpudiag.cli.request import RequestError, prepare, prepare_demo
+
+    if request.demo:
+        return None, prepare_demo(request)
+    selected = selected_hosts(request.hosts)
+    if not selected.hosts:
+        raise RequestError(no_hosts)
+    return prepare(request, selected), None

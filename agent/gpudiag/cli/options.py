@@ -1,71 +1,246 @@
-"""The command-line options that several gpudiag commands share, defined once (typer option objects)."""
+"""Every option of the gpudiag commands, declared once, in the groups that share a help panel; and
+:data:`TAKES`, the one table of which groups each command takes (the commands and tests/unit/cli read it).
+
+A group is taken whole: ``watch`` cannot lack ``--login-timeout`` while ``sweep`` has it. A command's own
+options (``--every``, ``--listen``, ``--signature``...) stay in its module. Help texts are short: ``gpudiag
+sweep -h`` at 80 columns cuts no option name (tests/unit/cli/test_options.py).
+"""
 
 from __future__ import annotations
 
-import typer
+from collections.abc import Callable
+from pathlib import Path
 
-from gpudiag.model.choices import Source, TextFormat
+from gpudiag.cli import config
+from gpudiag.cli.params import Group, Param, Takes, takes
+from gpudiag.model.choices import DrainLevel, Source, TextFormat
 from gpudiag.report import OutputFormat
 
-INVENTORY = typer.Option(None, "--inventory", "-i", help="Inventory YAML file.")
-USER = typer.Option(None, "--user", "-u", help="SSH user for the targets.")
-PORT = typer.Option(None, "--port", "-p", help="SSH port for the targets.")
-IDENTITY_FILE = typer.Option(None, "--identity-file", help="Private key (loaded once per run).")
-JUMP = typer.Option(None, "--jump", "-J", help="Reach every host through this bastion, [user@]host[:port] "
-                    "(ssh -J; an IPv6 one in brackets: ops@[::1]:22).")
-LIMIT = typer.Option([], "--limit", help="Only these groups or host patterns (repeatable).")
-EXCLUDE = typer.Option([], "--exclude", help="Leave out these host patterns (repeatable).")
-FORMAT = typer.Option(OutputFormat.TABLE, "--format", "-f", help="table, json or html (one self-contained page; "
-                      "sweep writes it to --output FILE).")
-CONCURRENCY = typer.Option(256, "--concurrency", min=1, help="Hosts in flight at once.")
-CONNECT_TIMEOUT = typer.Option(10.0, "--connect-timeout", min=0.1, help="Seconds from the start of the TCP "
-                               "connect to a logged-in session: SSH banner, key exchange and authentication "
-                               "included (a dead host costs this much; the shorter of this and --login-timeout "
-                               "fires).")
-LOGIN_TIMEOUT = typer.Option(10.0, "--login-timeout", min=0.1, help="Seconds from the TCP connection made to a "
-                             "logged-in session: SSH banner, key exchange and authentication. Whichever of the "
-                             "two timeouts fires, the host is unreachable (timeout).")
-TIMEOUT = typer.Option(30.0, "--timeout", min=1.0, help="Per-host deadline for the collection (seconds); the "
-                       "remote process is ended.")
-SAMPLES = typer.Option(5, "--samples", min=1, max=600, help="Samples per GPU.")
-INTERVAL = typer.Option(0.5, "--interval", min=0.0, max=60.0, help="Seconds between samples.")
-SOURCE = typer.Option(Source.AUTO, "--source", help="auto: NVML where the bundled binding loads on the node, else "
-                      "nvidia-smi; nvidia-smi: never NVML.")
-KNOWN_HOSTS = typer.Option(None, "--known-hosts", help="known_hosts file to trust (default: ~/.ssh/known_hosts "
-                           "and gpudiag's own); with --accept-new-host-keys, new keys are recorded in it.")
-SSH_CONFIG = typer.Option(None, "--ssh-config", "-F", help="OpenSSH client config to read instead of "
-                          "~/.ssh/config (HostName, User, Port, IdentityFile...).")
-ACCEPT_NEW = typer.Option(False, "--accept-new-host-keys", help="Record keys of hosts never seen before (never "
-                          "changed ones), like StrictHostKeyChecking=accept-new: in --known-hosts FILE (or the "
-                          "inventory's known_hosts:) when given, else in gpudiag's own known_hosts.")
-LOG = typer.Option([], "--log", help="Also scan this log (repeatable): a path (~ is the node's home) or @kernel "
-                   "(journalctl -k / dmesg: Xids).")
-PACK = typer.Option([], "--pack", help="A signature pack file (YAML) to use too (repeatable).")
-LOG_TAIL_MIB = typer.Option(8.0, "--log-tail-mib", min=0.001, max=1024.0, help="Scan only the last N MiB of "
-                            "each log (and its rotations).")
-SAMPLES_DETAIL = typer.Option(False, "--samples-detail", help="JSON: also every raw sample of each GPU (by "
-                              "default each GPU's combined readings and its sample count).")
-QUIET = typer.Option(False, "--quiet", "-q", help="For cron: print nothing when all is well (exit 0), only the "
-                     "findings when not.")
-FOLD = typer.Option(True, "--fold/--no-fold", help="Fold hosts (and GPUs of a host) that read the same into one "
-                    "row, as clush -b does; --no-fold shows every row (the JSON always has every host).")
-PROGRESS = typer.Option(None, "--progress/--no-progress", help="Live progress on stderr while hosts answer "
-                        "(default: when stdout and stderr are a terminal and not --quiet).", show_default=False)
-WORKERS = typer.Option("1", "--workers", metavar="N|auto", help="Processes that share the sweep, each a shard "
-                       "of the hosts with its own event loop, merged into one report (auto: one per usable core, "
-                       "at most 8, and at least 50 hosts each).")
-MAX_STARTUPS = typer.Option(None, "--max-startups", min=1, help="SSH handshakes under way at once per bastion "
-                            "and per sshd address (default 8: under OpenSSH's MaxStartups 10, past which sshd "
-                            "drops new connections). A logged-in session holds none.")
-CONNECT_RATE = typer.Option(None, "--connect-rate", metavar="N/s", help="New SSH connections a second at most, "
-                            "e.g. 50/s or 3000/min (default: no rate, only --max-startups).")
-# inventory and grep print a table (text) or JSON; --json was their flag before --format (kept, hidden).
-TEXT_FORMAT = typer.Option(TextFormat.TABLE, "--format", "-f", help="table or json.")
-JSON_ALIAS = typer.Option(False, "--json", hidden=True, help="Deprecated: --format json.")
+HOSTS_PANEL, SSH_PANEL, SAMPLING_PANEL, CHECKS_PANEL = "Hosts", "SSH", "Sampling", "Checks"
+LOGS_PANEL, OUTPUT_PANEL, AUDIT_PANEL, SLURM_PANEL, FLEET_PANEL = "Logs", "Output", "Audit", "Slurm", "Fleet"
 
 
-def wants_json(fmt: TextFormat, deprecated_json: bool) -> bool:
-    """Whether ``--format`` (or the deprecated ``--json``, saying so on stderr) asks for JSON."""
-    if deprecated_json:
-        typer.echo("gpudiag: --json is deprecated; use --format json", err=True)
-    return deprecated_json or fmt is TextFormat.JSON
+def _check_default(field: str) -> str:
+    """``(default 90)``: the default of a check setting, read from :class:`gpudiag.checks.settings.CheckSettings`
+    (imported only when a command's help is shown: the checks load the signature packs)."""
+    from gpudiag.checks.settings import CheckSettings
+
+    return f"(default {getattr(CheckSettings(), field):g})"
+
+
+def _in(panel: str, *params: Param) -> Group:
+    return Group(panel, tuple(p.but(panel=panel) for p in params))
+
+
+TARGETS = Param(name="targets", type=list[str] | None, default=None, argument=True,
+                help="Hosts or patterns (gpu[01-16]), ~/.ssh/config aliases, or localhost.")
+INVENTORY = Param(name="inventory", type=Path | None, default=None, decls=("--inventory", "-i"),
+                  panel=HOSTS_PANEL, help="Inventory YAML file.", extra={"metavar": "FILE"})
+LIMIT = Param(name="limit", type=list[str], default=[], decls=("--limit",), panel=HOSTS_PANEL,
+              extra={"metavar": "PATTERN"}, help="Only these groups or host patterns (repeatable).")
+EXCLUDE = Param(name="exclude", type=list[str], default=[], decls=("--exclude",), panel=HOSTS_PANEL,
+                extra={"metavar": "PATTERN"}, help="Leave out these host patterns (repeatable).")
+HOSTS = _in(HOSTS_PANEL,
+    INVENTORY,
+    Param(name="user", type=str | None, default=None, decls=("--user", "-u"), help="SSH user for the targets.",
+          extra={"metavar": "USER"}),
+    Param(name="port", type=int | None, default=None, decls=("--port", "-p"), help="SSH port for the targets.",
+          extra={"metavar": "PORT"}),
+    Param(name="identity_file", type=str | None, default=None, decls=("--identity-file",),
+          help="Private key (loaded once per run).", extra={"metavar": "FILE"}),
+    Param(name="jump", type=str | None, default=None, decls=("--jump", "-J"), extra={"metavar": "HOST"},
+          help="Reach every host through this bastion, \\[user@]host[:port] (ssh -J; an IPv6 one in brackets: "
+               "ops@\\[::1]:22)."),
+    LIMIT,
+    EXCLUDE,
+)
+DEMO = Param(name="demo", type=bool, default=False, decls=("--demo",), panel=HOSTS_PANEL,
+             help="The built-in simulated cluster, over real SSH on loopback (no GPU, no cluster needed).")
+LOCAL = Param(name="local", type=bool, default=False, decls=("--local",), panel=HOSTS_PANEL,
+              help="Also this machine, without SSH.")
+
+
+
+SSH = _in(SSH_PANEL,
+    Param(name="connect_timeout", type=float, default=10.0, decls=("--connect-timeout",),
+          extra={"min": 0.1, "metavar": "S"},
+          help="Seconds from the TCP connect to a logged-in session, SSH banner, key exchange and authentication "
+               "included (a dead host costs this much; the shorter of this and --login-timeout fires)."),
+    Param(name="login_timeout", type=float, default=10.0, decls=("--login-timeout",),
+          extra={"min": 0.1, "metavar": "S"},
+          help="Seconds from the TCP connection made to a logged-in session. Whichever of the two timeouts "
+               "fires, the host is unreachable (timeout)."),
+    Param(name="known_hosts", type=str | None, default=None, decls=("--known-hosts",), extra={"metavar": "FILE"},
+          help="known_hosts file to trust (default: ~/.ssh/known_hosts and gpudiag's own); with "
+               "--accept-new-host-keys, new keys are recorded in it."),
+    Param(name="ssh_config", type=Path | None, default=None, decls=("--ssh-config", "-F"), extra={"metavar": "FILE"},
+          help="OpenSSH client config to read instead of ~/.ssh/config (HostName, User, Port, IdentityFile...)."),
+    Param(name="accept_new_host_keys", type=bool, default=False, decls=("--accept-new-host-keys",),
+          help="Record keys of hosts never seen before (never changed ones), as ssh's accept-new does: in "
+               "--known-hosts FILE (or the inventory's known_hosts:) when "
+               "given, else in gpudiag's own known_hosts."),
+    Param(name="max_startups", type=int | None, default=None, decls=("--max-startups",),
+          extra={"min": 1, "metavar": "N"},
+          help="SSH handshakes under way at once per bastion and per sshd address (default 8: under OpenSSH's "
+               "MaxStartups 10, past which sshd drops new connections). A logged-in session holds none."),
+    Param(name="connect_rate", type=str | None, default=None, decls=("--connect-rate",), extra={"metavar": "N/s"},
+          help="New SSH connections a second at most, e.g. 50/s or 3000/min (default: no rate, only "
+               "--max-startups)."),
+)
+SAMPLING = _in(SAMPLING_PANEL,
+    Param(name="samples", type=int, default=5, decls=("--samples",), extra={"min": 1, "max": 600, "metavar": "N"},
+          help="Samples per GPU (per refresh, for watch and exporter)."),
+    Param(name="interval", type=float, default=0.5, decls=("--interval",),
+          extra={"min": 0.0, "max": 60.0, "metavar": "S"}, help="Seconds between samples."),
+    Param(name="source", type=Source, default=Source.AUTO, decls=("--source",), extra={"metavar": "SOURCE"},
+          help="auto: NVML where the bundled binding loads on the node, else nvidia-smi; nvidia-smi: never NVML."),
+)
+TIMEOUT = Param(name="timeout", type=float, default=30.0, decls=("--timeout",), panel=FLEET_PANEL,
+                extra={"min": 1.0, "metavar": "S"},
+                help="Per-host deadline for the collection (seconds); the remote process is ended.")
+FLEET = _in(FLEET_PANEL,
+    Param(name="concurrency", type=int, default=256, decls=("--concurrency",), extra={"min": 1, "metavar": "N"},
+          help="Hosts in flight at once."),
+    TIMEOUT,
+)
+WORKERS = Param(name="workers", type=str, default="1", decls=("--workers",), panel=FLEET_PANEL,
+                extra={"metavar": "N|auto"},
+                help="Processes that share the sweep, each a shard of the hosts with its own event loop, merged "
+                     "into one report (auto: one per usable core, at most 8, and at least 50 hosts each).")
+SHARD = Param(name="shard", type=str | None, default=None, decls=("--shard",), panel=FLEET_PANEL,
+              extra={"metavar": "I/N"},
+              help="Sweep only shard I of N (e.g. 1/4, or auto in a Slurm job array): a stable split by host "
+                   "name; merge with gpudiag merge.")
+CHECKS = _in(CHECKS_PANEL,
+    Param(name="busy_utilization_pct", type=float | None, default=None, decls=("--busy-util-pct",),
+          extra={"metavar": "PCT"}, help="BUSY_LOW_POWER: utilization that counts as busy",
+          late_help=lambda: _check_default("busy_utilization_pct") + "."),
+    Param(name="low_power_pct", type=float | None, default=None, decls=("--low-power-pct",), extra={"metavar": "PCT"},
+          help="BUSY_LOW_POWER: power share of the enforced limit that counts as low",
+          late_help=lambda: _check_default("low_power_pct") + "."),
+    Param(name="bandwidth_memory_utilization_pct", type=float | None, default=None, decls=("--bandwidth-mem-util-pct",),
+          extra={"metavar": "PCT"},
+          help="BUSY_LOW_POWER: memory utilization meaning bandwidth-bound",
+          late_help=lambda: _check_default("bandwidth_memory_utilization_pct") + "."),
+)
+LOGS = _in(LOGS_PANEL,
+    Param(name="log", type=list[str], default=[], decls=("--log",), extra={"metavar": "PATH"},
+          help="Also scan this log (repeatable): a path (~ is the node's home) or @kernel (journalctl -k / dmesg: "
+               "Xids)."),
+    Param(name="pack", type=list[str], default=[], decls=("--pack",), extra={"metavar": "FILE"},
+          help="A signature pack file (YAML) to use too (repeatable)."),
+    Param(name="log_tail_mib", type=float, default=8.0, decls=("--log-tail-mib",),
+          extra={"min": 0.001, "max": 1024.0, "metavar": "MIB"},
+          help="Scan only the last N MiB of each log (and its rotations)."),
+)
+FORMAT = Param(name="fmt", type=OutputFormat, default=OutputFormat.TABLE, decls=("--format", "-f"),
+               panel=OUTPUT_PANEL, extra={"metavar": "FORMAT"},
+               help="table, json or html (one self-contained page; sweep writes it to --output FILE).")
+# inventory, grep and watch print a table (text) or JSON; --json was their flag before --format (kept, hidden).
+TEXT_FORMAT = FORMAT.but(type=TextFormat, default=TextFormat.TABLE, help="table or json.")
+JSON_ALIAS = Param(name="deprecated_json", type=bool, default=False, decls=("--json",), panel=OUTPUT_PANEL,
+                   help="Deprecated: --format json.", extra={"hidden": True})
+QUIET = Param(name="quiet", type=bool, default=False, decls=("--quiet", "-q"), panel=OUTPUT_PANEL,
+              help="For cron: print nothing when all is well (exit 0), only the findings when not.")
+FOLD = Param(name="fold", type=bool, default=True, decls=("--fold/--no-fold",), panel=OUTPUT_PANEL,
+             help="Fold hosts (and GPUs of a host) that read the same into one row, as clush -b does; --no-fold "
+                  "shows every row (the JSON always has every host).")
+PROGRESS = Param(name="progress", type=bool | None, default=None, decls=("--progress/--no-progress",),
+                 panel=OUTPUT_PANEL, extra={"show_default": False},
+                 help="Live progress on stderr while hosts answer (default: when stdout and stderr are a terminal "
+                      "and not --quiet).")
+SAMPLES_DETAIL = Param(name="samples_detail", type=bool, default=False, decls=("--samples-detail",),
+                       panel=OUTPUT_PANEL, help="JSON: also every raw sample of each GPU (by default each GPU's "
+                                                "combined readings and its sample count).")
+OUTPUT = Param(name="output", type=Path | None, default=None, decls=("--output", "-o"), panel=OUTPUT_PANEL,
+               extra={"metavar": "FILE"},
+               help="Also write the report (any --format) to this file; with --quiet, stdout stays silent.")
+SAVE_RAW = Param(name="save_raw", type=Path | None, default=None, decls=("--save-raw",), panel=OUTPUT_PANEL,
+                 extra={"metavar": "DIR"},
+                 help="Also keep each host's raw collector document in this folder (<host>.json): captures for "
+                      "tests.")
+AUDIT = _in(AUDIT_PANEL,
+    Param(name="history", type=Path | None, default=None, decls=("--history",), extra={"metavar": "FILE"},
+          help="Record each run in this SQLite file and say what changed (e.g. history.sqlite in "
+               "~/.local/state/gpudiag)."),
+    Param(name="keep_days", type=float | None, default=None, decls=("--keep-days",), extra={"metavar": "DAYS"},
+          help="Prune recorded runs older than this many days."),
+    Param(name="history_lock_wait", type=float, default=10.0, decls=("--history-lock-wait",),
+          extra={"min": 0.0, "metavar": "S"}, help="Seconds to wait for another run's history write, then exit 3."),
+    Param(name="only_changes", type=bool, default=False, decls=("--only-changes",),
+          help="Print only new and resolved findings (nothing when nothing changed); the exit code still says "
+               "the current state."),
+    Param(name="flap_changes", type=int, default=4, decls=("--flap-changes",), extra={"min": 2, "metavar": "N"},
+          help="A finding that changed state this many times..."),
+    Param(name="flap_window", type=int, default=10, decls=("--flap-window",), extra={"min": 2, "metavar": "RUNS"},
+          help="...in this many runs is flapping: said once, then not announced while it flaps."),
+    Param(name="notify", type=list[str], default=[], decls=("--notify",), extra={"metavar": "URL"},
+          help="Send new, resolved and re-notified findings to this URL (repeatable): an http(s) webhook gets a "
+               "JSON POST; other schemes need Apprise."),
+    Param(name="notify_cmd", type=str | None, default=None, decls=("--notify-cmd",), extra={"metavar": "CMD"},
+          help="Run this command (no shell) with the change set as JSON on stdin."),
+    Param(name="renotify", type=str | None, default=None, decls=("--renotify",), extra={"metavar": "AFTER"},
+          help="Send a finding still open again after this long (12h, 30m, 2d)."),
+    Param(name="prom_file", type=Path | None, default=None, decls=("--prom-file",), extra={"metavar": "FILE"},
+          help="Write the node_exporter textfile-collector file (PATH.prom, atomically)."),
+)
+SLURM_PARTITION = Param(name="slurm_partition", type=list[str], default=[], decls=("--slurm-partition",),
+                        panel=SLURM_PANEL, extra={"metavar": "NAME"},
+                        help="Sweep the nodes of this Slurm partition (repeatable, or comma-separated).")
+SLURM_NODELIST = Param(name="slurm_nodelist", type=str | None, default=None, decls=("--slurm-nodelist",),
+                       panel=SLURM_PANEL, extra={"metavar": "NODES"},
+                       help="Sweep these Slurm nodes ('gpu\\[001-128]'), expanded by scontrol show hostnames.")
+SLURM = Group(SLURM_PANEL, (
+    SLURM_PARTITION,
+    Param(name="slurm_job", type=str | None, default=None, decls=("--slurm-job",), panel=SLURM_PANEL,
+          extra={"metavar": "JOB"}, help="Sweep the nodes allocated to this Slurm job."),
+    SLURM_NODELIST,
+    Param(name="slurm_state", type=list[str], default=[], decls=("--slurm-state",), panel=SLURM_PANEL,
+          extra={"metavar": "STATE"},
+          help="Only Slurm nodes in these states (sinfo -t names: drain, down, idle, mixed...)."),
+))
+DRY_RUN = Param(name="dry_run", type=bool, default=True, decls=("--dry-run/--yes",), panel=SLURM_PANEL,
+                help="Print the drain/resume actions (default) or run them.")
+DRAIN = Group(SLURM_PANEL, (
+    Param(name="drain_on", type=DrainLevel | None, default=None, decls=("--drain-on",), panel=SLURM_PANEL,
+          extra={"metavar": "LEVEL"},
+          help="Drain (scontrol) the Slurm nodes with a finding at this level (warning, critical) or worse. A dry "
+               "run unless --yes."),
+    DRY_RUN,
+))
+UNDRAIN_LEVEL = DRAIN.members[0].but(type=DrainLevel, default=DrainLevel.CRITICAL,
+                                     help="The level the nodes were drained on: a node resumes when it has no "
+                                          "finding at this level or worse.")
+
+
+CONFIG = Param(name="config", type=Path | None, default=None, decls=("--config",),
+               help="Read option values from this TOML file (\\[sweep], \\[watch]... tables; \\[defaults] for every "
+                    "command). Default: $XDG_CONFIG_HOME/gpudiag/config.toml when it exists.",
+               extra={"envvar": config.ENV, "is_eager": True, "callback": config.load, "metavar": "FILE",
+                      "show_envvar": False})
+
+# What every command that reaches hosts takes: where they are and how SSH gets there, and the fan-out.
+REACHING_HOSTS: tuple[Group, ...] = (HOSTS, SSH, FLEET)
+
+# The one table: what each command takes besides its own options (the order is the help's panel order).
+# tests/unit/cli/test_options.py reads it and checks every command's click options against it.
+TAKES: dict[str, tuple[Takes, ...]] = {
+    "sweep": (TARGETS, *REACHING_HOSTS, DEMO, LOCAL, SAMPLING, CHECKS, LOGS, FORMAT, QUIET, FOLD, PROGRESS,
+              SAMPLES_DETAIL, OUTPUT, SAVE_RAW, AUDIT, SLURM, DRAIN, WORKERS, SHARD),
+    "local": (SAMPLING, TIMEOUT, CHECKS, LOGS, FORMAT, QUIET, FOLD, SAMPLES_DETAIL),
+    "inventory": (INVENTORY.but(type=Path, default=...), LIMIT, EXCLUDE, TEXT_FORMAT, JSON_ALIAS, FOLD),
+    "watch": (TARGETS, *REACHING_HOSTS, DEMO, SAMPLING.but(samples=2), CHECKS,
+              TEXT_FORMAT.but(help="table (the live view) or json: one gpudiag.sweep/2 document per refresh, one "
+                                   "a line (JSON Lines).")),
+    "merge": (FORMAT, QUIET, FOLD),
+    "signatures": (),
+    "grep": (TARGETS, *REACHING_HOSTS, DEMO, LOCAL, LOGS, TEXT_FORMAT, JSON_ALIAS, FOLD, PROGRESS, WORKERS),
+    "undrain": (*REACHING_HOSTS, SLURM_PARTITION, SLURM_NODELIST, UNDRAIN_LEVEL, DRY_RUN, SAMPLING, CHECKS, FORMAT),
+    "history": (),
+    "exporter": (TARGETS, *REACHING_HOSTS, DEMO, SAMPLING.but(samples=2), CHECKS),
+}
+
+
+def command(name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Decorate the command ``name`` with what :data:`TAKES` says it takes."""
+    return takes(name, *TAKES[name], CONFIG)

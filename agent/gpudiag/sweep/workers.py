@@ -24,12 +24,14 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from gpudiag.model import Host, HostReport, HostStatus, SweepReport
+from gpudiag.model.choices import EventLoop
+from gpudiag.sweep.loop import run, until_signal
 from gpudiag.sweep.shard import select_shard
 
 if TYPE_CHECKING:
@@ -101,7 +103,7 @@ class _Job:
     options: SweepOptions
     plans: Mapping[str, LogPlan]
     ssh: SshRequest
-    uvloop: bool
+    event_loop: EventLoop
 
 
 class _Forward:
@@ -121,50 +123,31 @@ def _worker(job: _Job, events: Connection, control: Connection) -> None:
     """A worker's process: sweep ``job``, sending events on ``events``; stop when ``control`` is readable."""
     stopped_by: list[str] = []
 
-    async def main() -> None:
+    async def main(stop: asyncio.Event) -> None:
         from gpudiag.sweep.runner import sweep
         from gpudiag.transport.build import RoutingTransport
         from gpudiag.transport.local import LocalTransport
         from gpudiag.transport.ssh import SshTransport
 
         loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
-
-        def on_signal(signum: int) -> None:  # the parent decides what a second signal does
-            if not stop.is_set():
-                stopped_by.append(signal.Signals(signum).name)
-                stop.set()
 
         def on_control() -> None:  # "stop", or EOF: the parent is gone
             loop.remove_reader(control.fileno())
             stop.set()
 
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, on_signal, signum)
         loop.add_reader(control.fileno(), on_control)
         transport = RoutingTransport(SshTransport(job.ssh.options(job.hosts)), LocalTransport())
         await sweep(job.hosts, transport, job.options, plans=job.plans, stop=stop, observer=_Forward(events),
                     on_note=lambda line: events.send(("note", line)))
 
     try:
-        _run(main(), job.uvloop)
+        # A signal stops this worker's sweep once; the parent decides what a second one does.
+        run(until_signal(main, stopped_by), job.event_loop)  # uvloop missing: the parent said so already
         events.send(("done", stopped_by[0] if stopped_by else None))
     except BrokenPipeError:  # the parent is gone: nobody to tell
         pass
     except Exception as exc:  # noqa: BLE001 - the parent turns it into its hosts' rows
         events.send(("failed", f"{type(exc).__name__}: {exc}"))
-
-
-def _run(coro: Coroutine[Any, Any, None], uvloop: bool) -> None:
-    if uvloop:
-        try:
-            import uvloop as chosen
-        except ImportError:  # the parent said so already
-            pass
-        else:
-            chosen.run(coro)
-            return
-    asyncio.run(coro)
 
 
 @dataclasses.dataclass(slots=True)
@@ -201,7 +184,7 @@ def _start(context: multiprocessing.context.SpawnContext, job: _Job) -> tuple[
 async def sweep_in_workers(hosts: Sequence[Host], options: SweepOptions, plans: Mapping[str, LogPlan],
                            ssh: SshRequest, count: int, *, stop: asyncio.Event | None = None,
                            observer: SweepObserver | None = None, on_note: Callable[[str], None] | None = None,
-                           uvloop: bool = False) -> SweepReport:
+                           event_loop: EventLoop = EventLoop.ASYNCIO) -> SweepReport:
     """Sweep ``hosts`` in ``count`` worker processes; one report, in the hosts' order, as
     :func:`gpudiag.sweep.runner.sweep` would
     make it. ``options.concurrency`` and the SSH pacing bounds hold for all the workers together."""
@@ -246,7 +229,7 @@ async def sweep_in_workers(hosts: Sequence[Host], options: SweepOptions, plans: 
     try:
         for part in parts:
             job = _Job(hosts=part, options=per_worker, plans={h.name: plans[h.name] for h in part},
-                       ssh=ssh.shared_by(len(parts)), uvloop=uvloop)
+                       ssh=ssh.shared_by(len(parts)), event_loop=event_loop)
             process, events, control = _start(context, job)
             worker = _Running(process=process, events=events, control=control, ended=loop.create_future(),
                               failure="it ended without a report")

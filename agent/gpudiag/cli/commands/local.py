@@ -1,0 +1,38 @@
+"""``gpudiag local``: this machine's GPUs and logs (no SSH), through the same checks and report."""
+
+from __future__ import annotations
+
+import typer
+
+from gpudiag.cli.common import configuration_errors, fail, render_report, sweep_report
+from gpudiag.cli.options import command
+from gpudiag.cli.params import Given
+from gpudiag.report import OutputFormat
+
+
+@command("local")
+def local(*, given: Given) -> None:
+    """Read this machine's GPUs (no SSH) and logs, through the same checks and report."""
+    from gpudiag.cli import build
+    from gpudiag.cli.request import HostSelection
+    from gpudiag.model import SmiStatus
+
+    # The inventory's check settings do not apply here: there is no inventory (and so no SSH either).
+    try:
+        request = build.request(given, sweep=build.sweep_options(given, concurrency=1), hosts=HostSelection(local=True),
+                                output=build.output(given, progress=False))
+        report = sweep_report(request)
+    except configuration_errors() as exc:
+        raise fail(str(exc)) from None
+    code = report.exit_code
+    (host,) = report.hosts
+    no_gpu = host.readings is not None and host.readings.smi_status is SmiStatus.MISSING
+    if given["quiet"] and code == 0:
+        pass
+    elif no_gpu and given["fmt"] is OutputFormat.TABLE and not given["log"]:  # with --log, the logs still count
+        why = host.readings.nvml_unavailable if host.readings else None
+        typer.echo("gpudiag: no NVIDIA GPU can be read on this machine: nvidia-smi is not installed"
+                   + (f" and NVML does not load ({why})" if why else ""))
+    else:
+        typer.echo(render_report(report, request.output))
+    raise typer.Exit(code)

@@ -1,0 +1,64 @@
+"""``gpudiag sweep``: sweep hosts once, check them, report; with the scheduled audit's last step (:func:`finish`)
+and, when Slurm gave the hosts, its drain step."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+import typer
+
+from gpudiag.cli.common import configuration_errors, fail, selected_hosts, sweep_report, sweep_selected
+from gpudiag.cli.options import command
+from gpudiag.cli.params import Given
+from gpudiag.report import OutputFormat
+
+if TYPE_CHECKING:
+    from gpudiag.cli.request import SweepRequest
+    from gpudiag.cli.slurm import Drained
+    from gpudiag.model import SweepReport
+
+
+@command("sweep")
+def sweep(*, given: Given) -> None:
+    """Sweep hosts over SSH, read their GPUs and logs, and report what is wrong."""
+    from gpudiag.cli import build, slurm
+
+    try:
+        request = build.request(given)
+        if request.hosts.slurm is not None and not request.demo:  # Slurm gives the hosts: its nodes' states are kept
+            selected = selected_hosts(request.hosts)
+            report = sweep_selected(request, selected)
+        else:
+            selected = None
+            report = sweep_report(request, no_hosts="no hosts to sweep: give targets, -i INVENTORY, --local, "
+                                                    "--slurm-* or --demo")
+    except configuration_errors() as exc:
+        raise fail(str(exc)) from None
+    # Slurm's drain step first (never after SIGINT/SIGTERM: that report is partial), so that the history, the
+    # files and the notifications carry each node's Slurm state and the actions; then the audit step (record,
+    # write, notify) prints the report (a stopped one exits 130/143).
+    drained = None
+    if selected is not None and selected.slurm_nodes is not None and report.stopped_by is None:
+        report, drained = slurm.drain(report, request, selected.slurm_nodes)
+    raise typer.Exit(finish(report, request, drained))
+
+
+def finish(report: SweepReport, request: SweepRequest, drained: Drained | None = None) -> int:
+    """The end of ``sweep``: record, compare, write the files and notify as ``request.audit`` asks, then print
+    the report (with the Slurm step's block and lines when ``drained``); returns the exit code."""
+    from gpudiag.audit.scheduled import AuditOptions, audit
+
+    output = request.output
+    outcome = audit(report, output, request.audit or AuditOptions(), color=sys.stdout.isatty(),
+                    extra=drained.document(request) if drained is not None else None,
+                    tail=drained.tail(report, request) if drained is not None else "",
+                    loud=drained is not None and bool(drained.actions))
+    if outcome.stdout:
+        typer.echo(outcome.stdout)
+    if drained is not None and (output.format is not OutputFormat.TABLE or not outcome.report_shown):
+        for action in drained.actions:  # said on stderr where stdout does not list them
+            typer.echo(f"gpudiag: {action.line}", err=True)
+    for line in outcome.stderr:
+        typer.echo(f"gpudiag: {line}", err=True)
+    return outcome.exit_code

@@ -1,0 +1,73 @@
+"""``gpudiag watch``: one kept connection per host and a live view, refreshed until Ctrl-C or ``--count``."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import TYPE_CHECKING
+
+import typer
+
+from gpudiag.cli.common import configuration_errors, fail, prepare_hosts, render_report, run_async, terminal_width
+from gpudiag.cli.options import command
+from gpudiag.cli.params import Given
+from gpudiag.model.choices import TextFormat
+from gpudiag.report import OutputFormat
+
+if TYPE_CHECKING:
+    from gpudiag.model import SweepReport
+    from gpudiag.sweep.watch import Changes
+
+EVERY = typer.Option(5.0, "--every", min=0.0, metavar="S", help="Seconds from one refresh to the next.")
+COUNT = typer.Option(0, "--count", min=0, metavar="N", help="Stop after this many refreshes (0: until Ctrl-C).")
+PLAIN = typer.Option(False, "--plain", metavar="", rich_help_panel="Output",
+                     help="Print each refresh below the last (no redraw).")
+
+
+@command("watch")
+def watch(every: float = EVERY, count: int = COUNT, plain: bool = PLAIN, *, given: Given) -> None:
+    """Keep one connection per host and refresh a live view: bars, findings as they appear and clear."""
+    from gpudiag.cli import build
+    from gpudiag.cli.live import LiveScreen, render_watch
+    from gpudiag.sweep.watch import watch as run_watch
+    from gpudiag.transport.build import open_transport
+
+    fmt = given["fmt"]
+    # stream: one collector per host stays on its kept connection and answers every refresh; three missed
+    # refreshes and it leaves.
+    try:
+        request = build.request(given, sweep=build.sweep_options(given, stream=True,
+                                                                 idle_s=3 * every + given["timeout"]),
+                                fmt=OutputFormat(fmt.value))
+        prepared, demo_plan = prepare_hosts(request, "no hosts to watch: give targets, -i INVENTORY or --demo")
+    except configuration_errors() as exc:
+        raise fail(str(exc)) from None
+    live = sys.stdout.isatty() and not plain and fmt is TextFormat.TABLE
+    screen = LiveScreen() if live else None
+
+    def show(refresh: int, report: SweepReport, change: Changes) -> None:
+        if fmt is TextFormat.JSON:  # JSON Lines: one document a line
+            typer.echo(render_report(report, request.output, one_line=True))
+            return
+        text = render_watch(refresh, count, report, appeared=change.appeared, cleared=change.cleared, color=live,
+                            width=terminal_width())  # asked each refresh: the terminal may have been resized
+        if screen is not None:
+            screen.show(text)
+        else:
+            typer.echo(text)
+
+    try:
+        with screen if screen is not None else contextlib.nullcontext():
+            if demo_plan is not None:
+                from gpudiag.demo.demo import watch_demo
+
+                options, planner, nodes = demo_plan
+                last = run_async(watch_demo(options, every_s=every, count=count, on_refresh=show, planner=planner,
+                                            connect_timeout_s=request.ssh.connect_timeout_s, nodes=nodes))
+            elif prepared is not None:
+                last = run_async(run_watch(prepared.hosts, open_transport(prepared.ssh), prepared.options,
+                                           plans=prepared.plans, every_s=every, count=count, on_refresh=show))
+    except KeyboardInterrupt:
+        typer.echo("gpudiag: watch stopped", err=True)
+        raise typer.Exit(130) from None
+    raise typer.Exit(last.exit_code if last else 0)

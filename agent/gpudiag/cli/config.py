@@ -1,0 +1,183 @@
+"""``--config FILE``: a TOML file that sets any option of any command, through click's ``default_map``.
+
+Where the file is: ``--config FILE``, else ``$GPUDIAG_CONFIG``, else ``$XDG_CONFIG_HOME/gpudiag/config.toml``
+(``~/.config/gpudiag/config.toml``) when it exists. Precedence: the command line, then the environment
+(``GPUDIAG_CONFIG``, ``GPUDIAG_EVENT_LOOP``), then the file, then the built-in default - click's own order for a
+``default_map``. The global ``--event-loop`` (before the command's name) is not read from the file: give it on
+the command line or as ``GPUDIAG_EVENT_LOOP``.
+
+Layout: the ``[defaults]`` table's keys apply to every command that has the option (``inventory = "..."``
+serves sweep, watch, grep, ...); a ``[sweep]``, ``[watch]``, ... table sets one command's options and wins over
+``[defaults]``. A key is the long option name without its dashes (``prom-file``, or ``prom_file``), its value
+the TOML type of the option: a string, a number, a boolean (a flag), or an array of strings (a repeatable
+option). An unknown key or table, or a value of the wrong type, is refused in one line that names the file,
+its line and the key; a TOML syntax error names the file and the line. contrib/audit.toml is an example.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import re
+import sys
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from gpudiag.cli.params import TYPES
+
+ENV = "GPUDIAG_CONFIG"
+SHARED = "defaults"  # the table whose keys apply to every command that has the option
+
+
+class ConfigError(ValueError):
+    """The config file cannot be used; the message is one line naming the file (and the line, the key)."""
+
+
+def default_path() -> Path:
+    """``$XDG_CONFIG_HOME/gpudiag/config.toml``, ``~/.config/gpudiag/config.toml`` without it."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "gpudiag" / "config.toml"
+
+
+def _toml() -> Any:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python 3.10: the same parser, from PyPI (a dependency there)
+        import tomli as tomllib
+    return tomllib
+
+
+def read(path: Path) -> tuple[dict[str, Any], str]:
+    """The file's tables and its text; :class:`ConfigError` for a missing file or a syntax error."""
+    tomllib = _toml()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file: {exc.strerror or exc}") from None
+    try:
+        return tomllib.loads(text), text
+    except tomllib.TOMLDecodeError as exc:  # its message says "(at line N, column M)"
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def _keys(command: Any) -> dict[str, Any]:
+    """A click command's parameters by every key the file may use for them: the Python name and the long
+    option names without dashes (``prom-file`` and ``prom_file`` both name ``prom_file``)."""
+    keys: dict[str, Any] = {}
+    for param in command.params:
+        if param.name in (None, "config", "help"):
+            continue
+        keys[param.name] = param
+        for opt in param.opts:
+            if opt.startswith("--"):
+                keys[opt[2:]] = keys[opt[2:].replace("-", "_")] = param
+    return keys
+
+
+def _line(text: str, table: str | None, key: str) -> int | None:
+    """The line of ``key`` in ``table`` (None: the top level), for the error message."""
+    current = None
+    for number, line in enumerate(text.splitlines(), 1):
+        header = re.match(r"\s*\[\s*([^\]\s]+)\s*\]", line)
+        if header and table is None and header.group(1).strip("\"'") == key:  # the table itself
+            return number
+        if header:
+            current = header.group(1).strip("\"'")
+        elif current == table and re.match(rf"\s*[\"']?{re.escape(key)}[\"']?\s*=", line):
+            return number
+    return None
+
+
+def _kind(tp: Any) -> tuple[str, tuple[str, ...] | None, bool]:
+    """What TOML value a parameter of Python type ``tp`` takes: (kind, the choices, an array?)."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if typing.get_origin(tp) is list:
+        return (*_kind(args[0])[:2], True)
+    if args and typing.get_origin(tp) is not list and len(args) == 1:  # X | None
+        return _kind(args[0])
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return "string", tuple(str(m.value) for m in tp), False
+    kind = {bool: "boolean", int: "integer", float: "number"}.get(tp, "string")
+    return kind, None, False
+
+
+def _fits(kind: str, value: object, choices: tuple[str, ...] | None) -> bool:
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, str) and (choices is None or value in choices)
+
+
+def _checked(tp: Any, value: object) -> str | None:
+    """Why ``value`` cannot be a parameter of type ``tp``'s (None: it can)."""
+    kind, choices, array = _kind(tp)
+    what = f"one of {', '.join(choices)}" if choices else ("an integer" if kind == "integer" else f"a {kind}")
+    if array:
+        if not isinstance(value, list) or not all(_fits(kind, v, choices) for v in value):
+            return f"expected an array of {kind}s" + (f" ({what})" if choices else "")
+        return None
+    return None if _fits(kind, value, choices) else f"expected {what}, not {value!r}"
+
+
+def defaults(path: Path, data: Mapping[str, Any], text: str, commands: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every command's ``default_map`` from the file's ``data``: checked whole, whichever command runs."""
+    keyed = {name: _keys(command) for name, command in commands.items()}
+    found: dict[str, dict[str, Any]] = {name: {} for name in commands}
+
+    def refuse(table: str | None, key: str, why: str) -> ConfigError:
+        line = _line(text, table, key)
+        where = f"{path}:{line}" if line else str(path)
+        return ConfigError(f"{where}: {f'[{table}] ' if table else ''}{key}: {why}")
+
+    def put(table: str | None, key: str, value: object, names: list[str]) -> None:
+        hits = [n for n in names if key in keyed[n]]
+        if not hits:
+            raise refuse(table, key, "unknown key" + (" (no command has such an option)" if table == SHARED else ""))
+        for name in hits:
+            param = keyed[name][key]
+            why = _checked(TYPES.get(name, {}).get(param.name, str), value)
+            if why:
+                raise refuse(table, key, why)
+            found[name][param.name] = value
+
+    for key, value in data.items():
+        if not isinstance(value, dict):
+            raise refuse(None, key, f"a key outside any table (put it in [{SHARED}] or a command's table)")
+        if key != SHARED and key not in commands:
+            raise refuse(None, key, f"unknown table [{key}] (known: {SHARED}, {', '.join(commands)})")
+    for key, value in data.get(SHARED, {}).items():
+        put(SHARED, key, value, list(commands))
+    for table, values in data.items():
+        if table != SHARED:
+            for key, value in values.items():
+                put(table, key, value, [table])
+    return found
+
+
+def load(ctx: typer.Context, value: Path | None) -> Path | None:
+    """``--config``'s callback (eager: before the other options are read): the file's values become this
+    command's ``default_map``. A bad file: one line on stderr, exit 3."""
+    if ctx.resilient_parsing:
+        return value
+    path = value if value is not None else (default_path() if default_path().is_file() else None)
+    if path is None:
+        return value
+    root = ctx.find_root()
+    commands = getattr(root.command, "commands", {ctx.info_name: ctx.command})
+    try:
+        data, text = read(path)
+        found = defaults(path, data, text, commands)
+    except ConfigError as exc:
+        from gpudiag.cli.common import fail
+
+        raise fail(str(exc)) from None
+    ctx.default_map = {**found.get(ctx.info_name or "", {}), **(ctx.default_map or {})}
+    return path
+
