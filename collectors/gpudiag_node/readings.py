@@ -5,7 +5,7 @@ to build its ``nvidia-smi --query-gpu`` list and its NVML calls, and the control
 ``gpudiag_node.readings``) to parse what came back, to combine the samples and to write and read
 the JSON report. A reading's ``name`` is also its field on the model (``gpudiag.model.GpuSample`` for the
 ones that move, ``GpuReading`` for all), with its unit in the name. Adding a reading is one entry here and
-one field there; ``tests/unit/test_readings.py`` checks that the two agree.
+one field there; ``tests/unit/node/test_readings.py`` checks that the two agree.
 
 Per entry:
 

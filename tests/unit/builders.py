@@ -8,7 +8,8 @@ busy H100 SXM node that answered: ``gpu()`` reads 100% utilization at 650 of 700
     host_report("gpu02", status=HostStatus.UNREACHABLE)   # no readings, a default error sentence
     sweep(host_report("gpu01"), host_report("gpu02"))
 
-Import with ``from builders import gpu, host_report, sweep`` (pytest puts ``tests/unit`` on ``sys.path``).
+Import with ``from builders import gpu, host_report, sweep`` from any folder (pyproject.toml's ``pythonpath`` puts
+``tests/unit`` on ``sys.path``).
 """
 
 from __future__ import annotations

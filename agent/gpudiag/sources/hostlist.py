@@ -9,7 +9,7 @@ ranges such as ``gpu[01-100]`` ("padding length mismatch") and sorts names inste
 and working around both costs more than the small expander below.
 
 python-hostlist (PyPI, 2.3.0: ``expand_hostlist``/``collect_hostlist``) was weighed as a replacement against
-``tests/unit/test_hostlist.py``: it expands and folds every valid pattern the tests hold exactly as this module
+``tests/unit/sources/test_hostlist.py``: it expands and folds every valid pattern the tests hold exactly as this module
 does (``gpu[01-100]`` included), but it takes what the tests require refusing: ``ubuntu@gpu01``,
 ``gpu01:2222`` and ``gpu 01`` pass as host names, ``a,,b`` drops the empty name silently, ``gpu[1-010]`` is
 guessed rather than refused, and spaces around a name are kept. Wrapping it in the checks below would leave

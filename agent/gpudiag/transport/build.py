@@ -1,11 +1,13 @@
 """The one place that builds a transport: the SSH options a request asks for (:class:`SshRequest`), and the
 transport a sweep uses (:func:`open_transport`: SSH, and this machine for ``localhost``). The CLI, the
-``--workers`` processes and the exporter all build theirs here."""
+``--workers`` processes and the exporter all build theirs here; a test hands the CLI a fake one through
+:func:`override_transport`."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -81,8 +83,30 @@ class RoutingTransport:
         await self.ssh.close()
 
 
+TransportFactory = Callable[["SshOptions"], Transport]
+
+# The test seam: while override_transport() is open, open_transport() builds with the innermost factory here.
+_overrides: list[TransportFactory] = []
+
+
+@contextlib.contextmanager
+def override_transport(factory: TransportFactory) -> Iterator[None]:
+    """A test seam, for tests only: inside the ``with``, :func:`open_transport` returns ``factory(ssh)`` (the SSH
+    options the command built) instead of SSH and the local transport, so a test runs a whole command (typer's
+    ``CliRunner``) against a fake transport, with no network and no process. Not seen by the ``--workers``
+    processes (each builds its own) nor by ``--demo`` (its cluster is real SSH)."""
+    _overrides.append(factory)
+    try:
+        yield
+    finally:
+        _overrides.remove(factory)
+
+
 def open_transport(ssh: SshOptions) -> Transport:
-    """The transport a sweep uses: SSH with ``ssh``, and this machine for ``localhost``."""
+    """The transport a sweep uses: SSH with ``ssh``, and this machine for ``localhost``
+    (or, inside :func:`override_transport`, the test's)."""
+    if _overrides:
+        return _overrides[-1](ssh)
     from gpudiag.transport.local import LocalTransport
     from gpudiag.transport.ssh import SshTransport
 

@@ -1,0 +1,109 @@
+"""Each host's log plan built once per run, through the commands run in this process (typer's runner) on this
+machine's ``localhost`` (the local transport runs the real collector in a child process: no SSH, no GPU) or on
+the demo cluster (real SSH on loopback); the real planner and sweep run, wrapped only to count their calls.
+Split from tests/unit/cli/test_cli_request.py (the request's checks before any connection: there)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import gpudiag.cli.commands.local
+import gpudiag.cli.commands.sweep
+import gpudiag.cli.common
+import gpudiag.sweep.runner
+from gpudiag.cli.app import app
+from gpudiag.cli.request import SweepRequest
+from gpudiag.logs import LogOptions, LogPlan
+from gpudiag.logs.plan import Planner
+from gpudiag.model import Host
+from gpudiag.report import OutputFormat
+
+ENV = {"PATH": "/usr/bin:/bin"}  # no nvidia-smi here, whatever the machine has
+
+
+def invoke(*args: str) -> Any:
+    return CliRunner().invoke(app, list(args), env=ENV)
+
+
+@dataclass
+class Calls:
+    planners: int = 0  # Planner() made: the registry and --pack files loaded, --signature checked
+    plans: list[LogPlan] = field(default_factory=list)  # every plan built, in order
+    swept: list[LogPlan] = field(default_factory=list)  # the plan each sweep_host was given
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Calls]:
+    """Counts the real planner's work and records the plans the runner gets (the real functions run)."""
+    seen = Calls()
+    real_init, real_plan, real_sweep_host = Planner.__init__, Planner.plan, gpudiag.sweep.runner.sweep_host
+
+    def init(self: Planner, options: LogOptions) -> None:
+        seen.planners += 1
+        real_init(self, options)
+
+    def plan(self: Planner, host: Host) -> LogPlan:
+        built = real_plan(self, host)
+        seen.plans.append(built)
+        return built
+
+    async def sweep_host(*args: Any, **kwargs: Any) -> Any:
+        seen.swept.append(kwargs["plan"])
+        return await real_sweep_host(*args, **kwargs)
+
+    monkeypatch.setattr(Planner, "__init__", init)
+    monkeypatch.setattr(Planner, "plan", plan)
+    monkeypatch.setattr(gpudiag.sweep.runner, "sweep_host", sweep_host)
+    yield seen
+
+
+def test_a_sweep_builds_each_plan_once(calls: Calls, tmp_path: Path) -> None:
+    log = tmp_path / "app.log"
+    log.write_text("nothing to see\n")
+    done = invoke("sweep", "--local", "--samples", "1", "--interval", "0", "--log", str(log), "--format", "json")
+    assert done.exit_code in (0, 1, 2), done.output
+    assert calls.planners == 1
+    assert len(calls.plans) == 1 and [s.path for s in calls.plans[0].sources] == [str(log)]
+    assert calls.swept[0] is calls.plans[0]  # the runner got the plan built before it connected
+
+
+def test_a_watch_builds_its_plans_once_for_every_refresh(calls: Calls) -> None:
+    done = invoke("watch", "localhost", "--count", "3", "--every", "0", "--samples", "1", "--interval", "0",
+                  "--plain")
+    assert done.exit_code in (0, 1, 2), done.output
+    refreshes = [line.split(" at ")[0] for line in done.output.splitlines() if line.startswith("refresh ")]
+    assert refreshes == ["refresh 1/3", "refresh 2/3", "refresh 3/3"]
+    assert (calls.planners, len(calls.plans), len(calls.swept)) == (1, 1, 3)
+    assert all(plan is calls.plans[0] for plan in calls.swept)
+
+
+def test_the_demo_builds_each_plan_once(calls: Calls) -> None:
+    done = invoke("grep", "--demo", "-s", "kernel_xid", "--format", "json")
+    assert done.exit_code == 2, done.output  # 2: the unreachable node could not be searched
+    assert calls.planners == 1  # --signature checked once, before the demo cluster started
+    assert len(calls.plans) == len(calls.swept) == 6
+    assert [id(p) for p in calls.swept] == [id(p) for p in calls.plans]
+
+
+def test_samples_detail_is_in_the_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    requests: list[SweepRequest] = []
+    real = gpudiag.cli.common.sweep_report
+
+    def recording(request: SweepRequest, **kwargs: Any) -> Any:
+        requests.append(request)
+        return real(request, **kwargs)
+
+    monkeypatch.setattr(gpudiag.cli.commands.local, "sweep_report", recording)
+    monkeypatch.setattr(gpudiag.cli.commands.sweep, "sweep_report", recording)
+    for args in (("local",), ("local", "--samples-detail"), ("sweep", "--local"), ("sweep", "--local",
+                                                                                 "--samples-detail")):
+        done = invoke(*args, "--samples", "1", "--interval", "0", "--quiet")
+        assert done.exit_code in (0, 1, 2), done.output
+    assert [r.output.samples_detail for r in requests] == [False, True, False, True]
+    assert all(r.output.format is OutputFormat.TABLE and r.output.quiet for r in requests)

@@ -1,0 +1,165 @@
+"""The run history (SQLite) and what changed between runs: new, ongoing, resolved, carried, flapping; the
+schema's migrations, the bounded lock wait, retention, and a writer killed with SIGKILL mid-transaction."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from builders import finding, gpu, host_report, sweep
+
+from gpudiag.audit.history import HISTORY_SCHEMA, MIGRATIONS, History, HistoryError, HistoryLocked
+from gpudiag.model import HostStatus, SweepReport
+from gpudiag.model.changes import ChangeState, FlapRule, fingerprints, gpu_keys
+
+T0 = 1_748_779_200.0  # 2025-06-01T12:00:00Z
+
+
+def at(minute: int, *hosts: object) -> SweepReport:
+    return sweep(*hosts, started_at=f"2025-06-01T12:{minute:02d}:00Z")  # type: ignore[arg-type]
+
+
+def healthy(minute: int) -> SweepReport:
+    return at(minute, host_report("gpu01", gpus=[gpu(index=0), gpu(index=1)]))
+
+
+def faulty(minute: int, *, gpu_index: int = 1, code: str = "BUSY_LOW_POWER") -> SweepReport:
+    return at(minute, host_report("gpu01", gpus=[gpu(index=0), gpu(index=1)],
+                                  findings=[finding(host="gpu01", gpu=gpu_index, code=code)]))
+
+
+def states(changes: object) -> list[tuple[str, str]]:
+    return [(c.state.value, c.finding.code) for c in changes.findings]  # type: ignore[attr-defined]
+
+
+def test_fingerprints_use_uuids_unless_masked_or_repeated() -> None:
+    report = at(0, host_report("a", gpus=[gpu(index=0), gpu(index=1), gpu(index=2, uuid="[N/A]")]),
+                host_report("b", gpus=[gpu(index=1)]))  # the same UUID as a's GPU 1: a cloned VM
+    keys = gpu_keys(report)
+    assert keys == {("a", 0): "index:0",  # GPU-00000000-...-000000000000: masked
+                    ("a", 1): "index:1", ("b", 1): "index:1", ("a", 2): "index:2"}
+    report = at(0, host_report("a", gpus=[gpu(index=3, uuid="GPU-5f1b2c3d")],
+                               findings=[finding(host="a", gpu=3), finding(host="a", gpu=None, code="XID",
+                                                                           evidence={"xid": 79, "pci": "2b"})]))
+    assert [fp for fp, _, _ in fingerprints(report.hosts[0], gpu_keys(report))] == [
+        "a|uuid:GPU-5f1b2c3d|BUSY_LOW_POWER", "a|-|XID|79/2b"]
+
+
+def test_new_ongoing_resolved_across_runs(tmp_path: Path) -> None:
+    with History.open(tmp_path / "h.sqlite") as history:
+        first = history.record(healthy(0), now_s=T0)
+        assert first.changes.findings == () and first.changes.previous_started_at is None
+        assert history.record(healthy(5), now_s=T0).changes.findings == ()
+        new = history.record(faulty(10), now_s=T0).changes
+        assert states(new) == [("new", "BUSY_LOW_POWER")] and new.announced == new.findings
+        ongoing = history.record(faulty(15), now_s=T0).changes
+        (change,) = ongoing.findings
+        assert (change.state, change.finding.since, change.finding.runs) == (
+            ChangeState.ONGOING, "2025-06-01T12:10:00Z", 2)
+        assert ongoing.announced == ()
+        resolved = history.record(healthy(20), now_s=T0).changes
+        assert states(resolved) == [("resolved", "BUSY_LOW_POWER")]
+        fingerprint = "gpu01|uuid:GPU-00000000-0000-0000-0000-000000000001|BUSY_LOW_POWER"
+        assert resolved.findings[0].finding.fingerprint == fingerprint
+        assert history.run_count() == 5
+    db = sqlite3.connect(tmp_path / "h.sqlite")
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    readings = json.loads(db.execute("SELECT readings FROM gpus WHERE gpu_index = 1 LIMIT 1").fetchone()[0])
+    assert readings["power_w"] == 650.0 and "samples" not in readings
+    assert readings["power"] == {"watts": 650.0, "source": "power_draw", "pct_of_limit": 92.9}
+    assert readings["enforced_power_limit_w"] == 700.0 and readings["sm"] == "SM90"
+
+
+def test_a_silent_host_keeps_its_findings_and_comes_back(tmp_path: Path) -> None:
+    with History.open(tmp_path / "h.sqlite") as history:
+        history.record(faulty(0), now_s=T0)
+        down = at(5, host_report("gpu01", status=HostStatus.UNREACHABLE,
+                                 findings=[finding(host="gpu01", gpu=None, code="HOST_UNREACHABLE")]))
+        changes = history.record(down, now_s=T0).changes
+        assert states(changes) == [("new", "HOST_UNREACHABLE"), ("ongoing", "BUSY_LOW_POWER")]
+        assert changes.findings[1].finding.carried and changes.hosts[0].came_back is False
+        back = history.record(healthy(10), now_s=T0).changes
+        assert sorted(states(back)) == [("resolved", "BUSY_LOW_POWER"), ("resolved", "HOST_UNREACHABLE")]
+        assert [(h.host, h.came_back, h.previous_status) for h in back.hosts] == [("gpu01", True, "unreachable")]
+
+
+def test_flapping_is_named_once_instead_of_alerting_each_time(tmp_path: Path) -> None:
+    rule = FlapRule(changes=3, window=10)
+    with History.open(tmp_path / "h.sqlite") as history:
+        said = []
+        for minute in range(8):
+            report = faulty(minute) if minute % 2 else healthy(minute)
+            changes = history.record(report, flap=rule, now_s=T0).changes
+            said.append([(c.state.value, c.flapping, c.became_flapping) for c in changes.announced])
+    assert said[:3] == [[], [("new", False, False)], [("resolved", False, False)]]
+    assert said[3] == [("new", True, True)]  # the third change: flapping from now on, said once
+    assert said[4:] == [[], [], [], []]
+
+
+def test_retention_prunes_old_runs(tmp_path: Path) -> None:
+    with History.open(tmp_path / "h.sqlite") as history:
+        history.record(faulty(0), now_s=T0)
+        history.record(faulty(1), now_s=T0)
+        recorded = history.record(faulty(2), keep_days=1, now_s=T0 + 86400 + 90)
+        assert recorded.pruned_runs == 2 and history.run_count() == 1
+        db = history.connection
+        assert db.execute("SELECT count(*) FROM findings").fetchone()[0] == 1  # cascaded
+        assert db.execute("SELECT count(*) FROM gpus").fetchone()[0] == 2
+
+
+def test_a_version_1_file_is_migrated_and_a_newer_one_refused(tmp_path: Path) -> None:
+    path = tmp_path / "v1.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(MIGRATIONS[0] + "; PRAGMA user_version = 1;")
+    db.close()
+    with History.open(path) as history:
+        history.record(healthy(0), now_s=T0)
+        assert history.version() == HISTORY_SCHEMA and history.last_sent() == {}
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {HISTORY_SCHEMA + 1}")
+    db.commit()
+    db.close()
+    with History.open(path) as history, pytest.raises(HistoryError, match="newer than this gpudiag reads"):
+        history.record(healthy(1), now_s=T0)
+
+
+def test_a_second_writer_waits_a_bounded_time_then_gives_up(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    with History.open(path) as history:
+        history.record(healthy(0), now_s=T0)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with History.open(path, lock_wait_s=0.3) as history, pytest.raises(HistoryLocked) as info:
+            history.record(healthy(1), now_s=T0)
+        assert str(info.value) == (f"history {path} is locked by another gpudiag run (waited 0.3 s); "
+                                   "this run was not recorded")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_rows_recorded_before_the_power_object_read_as_new_ones(tmp_path: Path) -> None:
+    """A history written by gpudiag before gpudiag.sweep/3 kept the power in power_watts and
+    power_pct_of_limit: its trends and rows read as today's power object."""
+    path = tmp_path / "h.sqlite"
+    with History.open(path) as history:
+        for minute in (0, 5):
+            history.record(faulty(minute), now_s=T0)
+    db = sqlite3.connect(path)
+    (run_id, readings), *_ = db.execute("SELECT run_id, readings FROM gpus WHERE gpu_index = 1 ORDER BY run_id")
+    old = json.loads(readings)
+    power = old.pop("power")
+    old.update(power_watts=power["watts"], power_pct_of_limit=power["pct_of_limit"])  # as it was written then
+    db.execute("UPDATE gpus SET readings = ? WHERE run_id = ? AND gpu_index = 1", (json.dumps(old), run_id))
+    db.commit()
+    db.close()
+    with History.open(path) as history:
+        key = gpu_keys(faulty(0))[("gpu01", 1)]
+        assert history.trend("gpu01", key, "power.pct_of_limit") == (power["pct_of_limit"],) * 2
+        assert history.trend("gpu01", key, "power.watts") == (power["watts"],) * 2
+        (oldest,) = [r for r in history.gpu_rows("gpu01", "1") if r["run"] == run_id]
+        assert oldest["readings"]["power"] == {"watts": power["watts"], "pct_of_limit": power["pct_of_limit"]}
+        assert "power_watts" not in oldest["readings"]

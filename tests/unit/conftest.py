@@ -1,0 +1,56 @@
+"""The unit tests: one folder per layer of the package they test (``tests/unit/<layer>/``, ``node/`` for
+gpudiag_node). No network, no subprocess, no GPU: a test that starts a process or a server is in
+``tests/integration/``.
+
+The helpers beside this file - :mod:`builders` (hand-made readings and reports) and :mod:`fake_transport` (a
+transport answered by a handler function) - import as top-level modules from every folder: pyproject.toml's
+``pythonpath`` puts ``tests/unit`` on ``sys.path``. The test folders have no ``__init__.py`` (rootdir-relative
+``prepend`` import mode), so keep each test file's name unique across ``tests/``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+_INTERNET = (socket.AF_INET, socket.AF_INET6)
+
+
+@pytest.fixture(autouse=True)
+def _no_process_no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """What makes "no network, no subprocess" true: starting a process (``subprocess``, asyncio's subprocesses,
+    ``os.fork``, ``os.posix_spawn``, ``os.system``) or connecting or binding an IP socket is refused (an
+    ``OSError``, as a real failure would be) and fails the test, which belongs in ``tests/integration/``.
+    Unix sockets and socket pairs (asyncio's own wake-up pipe) stay allowed."""
+    refused: list[str] = []
+
+    def refuse(what: str) -> PermissionError:
+        refused.append(what)
+        return PermissionError(f"a unit test may not {what}: put this test in tests/integration/")
+
+    def guard_process(name: str) -> Callable[..., Any]:
+        def refused_call(*args: Any, **kwargs: Any) -> Any:
+            raise refuse(f"start a process ({name})")
+        return refused_call
+
+    def guard_socket(real: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def call(sock: socket.socket, *args: Any, **kwargs: Any) -> Any:
+            if sock.family in _INTERNET:
+                raise refuse(f"{name} an IP socket ({args[0] if args else ''})")
+            return real(sock, *args, **kwargs)
+        return call
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", guard_process("subprocess"))
+    for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system"):
+        if hasattr(os, name):
+            monkeypatch.setattr(os, name, guard_process(f"os.{name}"))
+    for name in ("connect", "connect_ex", "bind"):
+        monkeypatch.setattr(socket.socket, name, guard_socket(getattr(socket.socket, name), name))
+    yield
+    if refused:
+        pytest.fail(f"a unit test started a process or used the network: {'; '.join(refused)}", pytrace=False)
