@@ -47,6 +47,7 @@ def test_a_huge_gpu_index_is_refused_and_said() -> None:
     assert incomplete and "100000000" in incomplete[0].summary
 
 
+@pytest.mark.scale
 def test_300000_gpu_rows_cost_bounded_time_and_memory() -> None:
     stdout = "".join(f"{i}, G\n" for i in range(300_000))
     assert len(stdout) < 4 * 1024 * 1024
@@ -89,6 +90,7 @@ def test_strings_and_problems_are_bounded() -> None:
     assert len(incomplete[0].summary) < 1000
 
 
+@pytest.mark.scale
 def test_log_claims_are_bounded() -> None:
     line = {"seq": 1, "text": "x" * 1_000_000}
     match = {"count": 5, "older": 0, "first": line, "last": line, "recent": [line] * 10_000,
@@ -156,6 +158,7 @@ def test_a_bad_field_is_a_missing_reading(value: Any) -> None:
             assert gpu.power_w is None or abs(gpu.power_w) < 1e300
 
 
+@pytest.mark.scale
 @pytest.mark.parametrize("text", ["GPU" + "9" * 5000 + "\tGPU1\n",
                                   "\tGPU0\tGPU1\nGPU0\tX\nGPU" + "1" * 5000 + "\tNV\tX\n",
                                   "\tGPU٣\nGPU٣\tX\n", "\t".join(["GPU0"] * 100_000), "\x00\x1b[" * 1000],
@@ -188,6 +191,7 @@ BASES = (SMI_DOC, NVML_DOC, CONTEXT_DOC)
 PATHS = tuple(tuple(_paths(base)) for base in BASES)
 
 
+@pytest.mark.scale
 @settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(base=st.integers(0, len(BASES) - 1), data=st.data())
 def test_fuzzed_documents_read_or_fail_in_one_clear_error(base: int, data: st.DataObject) -> None:
@@ -223,6 +227,7 @@ def test_fuzzed_bytes_read_or_fail_in_one_clear_error(raw: bytes) -> None:
         pass
 
 
+@pytest.mark.scale
 @settings(deadline=None, max_examples=100)
 @given(JUNK)
 def test_fuzzed_logs_and_context_parts_are_read(value: Any) -> None:

@@ -50,6 +50,7 @@ def test_the_node_sends_where_its_echo_match_ended(tmp_path: Path) -> None:
     assert out["echoes"]["e"]["start"] == len("x server_args=ServerArgs(")
 
 
+@pytest.mark.scale
 @pytest.mark.parametrize("fmt", ["python_kwargs", "python_dict", "argv"])
 @pytest.mark.parametrize("unit", ["(", "[", "{", "'", "\\", "a=", "a=(", ",", ":", "--a ", "x" * 100 + "="])
 def test_facts_parsing_is_bounded_on_a_crafted_mebibyte(fmt: str, unit: str) -> None:
@@ -73,6 +74,7 @@ def _builtin_regexes() -> dict[str, str]:
     return {e.name: e.regex for p in builtin_packs() for e in (*p.signatures, *p.echoes)}
 
 
+@pytest.mark.scale
 @pytest.mark.parametrize("name", sorted(CRAFTED))
 def test_the_builtin_regexes_are_linear_on_crafted_text(name: str) -> None:
     import re

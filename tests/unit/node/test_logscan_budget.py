@@ -10,6 +10,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import pytest
+
 from gpudiag_node import logscan as ls
 
 
@@ -17,6 +19,7 @@ def _source(path: Path | str, **extra: object) -> dict[str, object]:
     return {"path": str(path), "signatures": [{"name": "xid", "regex": "Xid"}], "echoes": [], **extra}
 
 
+@pytest.mark.scale
 def test_the_tail_is_streamed_not_held(tmp_path: Path) -> None:
     log = tmp_path / "big.log"
     with open(log, "wb") as f:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from gpudiag.sources.inventory import _Reader, load_inventory
 from gpudiag.sources.yaml_file import compose
 
@@ -24,6 +26,7 @@ def _inventory_text(count: int) -> str:
     ]) + "\n"
 
 
+@pytest.mark.scale
 def test_twenty_thousand_hosts_are_read_in_linear_time(tmp_path: Path) -> None:
     """The walk over the composed YAML (the part gpudiag owns; PyYAML's composing is linear) takes well
     under a CPU second for 20,000 hosts, each in two groups and in its own entry: quadratic, it took minutes."""
