@@ -45,8 +45,8 @@ NOTIFY_CMD = typer.Option(None, "--notify-cmd", help="Run this command (no shell
 RENOTIFY = typer.Option(None, "--renotify", help="Send a finding still open again after this long (12h, 30m, 2d).")
 PROM_FILE = typer.Option(None, "--prom-file", help="Write the node_exporter textfile-collector file "
                          "(PATH.prom, atomically).")
-OUTPUT = typer.Option(None, "--output", "-o", help="Also write the report (any --format) to this file; with "
-                      "--quiet, stdout stays silent.")
+OUTPUT = typer.Option(None, "--output", "-o", help="Write the report (any --format) to this file instead of "
+                      "stdout, which gets one summary line (none with --quiet); the exit code is the same.")
 
 
 def audit_options(*, history: Path | None, keep_days: float | None, lock_wait_s: float, only_changes: bool,
