@@ -1,6 +1,7 @@
-"""``gpudiag watch`` on a host whose ``logs`` hold an inventory-style mapping (``{path, packs}``): a Host is then
-not hashable, and the backoff wrapper keyed its failures by Host, so every such host read "error: unexpected
-TypeError: unhashable type: 'dict'" (the demo's spare node in ``gpudiag watch --demo``). It keys by name."""
+"""``gpudiag watch`` on a host whose ``logs`` hold an inventory-style mapping (``{path, packs}``): such a Host
+was not hashable, and watch's backoff and the SSH transport's kept connections are keyed by Host, so every
+such host read "error: unexpected TypeError: unhashable type: 'dict'" (the demo's spare node in ``gpudiag
+watch --demo``). The logs are left out of a Host's hash (not of its equality)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,11 @@ class Answers:
 
     async def close(self) -> None:
         pass
+
+
+def test_a_host_with_a_log_mapping_is_hashable_and_equal_by_its_logs() -> None:
+    same = Host(name="spare-h200-03", logs=({"path": "/var/log/kern.log", "packs": ["xid"]},))
+    assert {HOST: 1}[same] == 1 and HOST != Host(name="spare-h200-03")
 
 
 def test_a_host_with_a_log_mapping_is_watched_and_backed_off() -> None:

@@ -76,37 +76,35 @@ class BackoffTransport:
                  retry_wait_s: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.inner, self.base_s, self.max_s, self.clock = inner, base_s, max_s, clock
         self.retry_wait_s = retry_wait_s
-        # Keyed by the host's name, unique in a sweep: a Host is not hashable once its logs hold a mapping (an
-        # inventory's `{path, packs}` entry), which made every such host read 'unexpected TypeError' in watch.
-        self._failed: dict[str, tuple[int, float, TransportError]] = {}
-        self._retries: dict[str, asyncio.Future[RemoteResult]] = {}
+        self._failed: dict[Host, tuple[int, float, TransportError]] = {}
+        self._retries: dict[Host, asyncio.Future[RemoteResult]] = {}
 
     async def run(self, host: Host, command: RemoteCommand) -> RemoteResult:
-        if host.name not in self._failed:
+        if host not in self._failed:
             return await self._outcome(host, self.inner.run(host, command))
-        failures, next_try, error = self._failed[host.name]
-        retry = self._retries.get(host.name)
+        failures, next_try, error = self._failed[host]
+        retry = self._retries.get(host)
         if retry is None:
             now = self.clock()
             if now < next_try:
                 raise type(error)(f"{error} (retrying in {math.ceil(next_try - now)} s)", reason=error.reason)
-            retry = self._retries[host.name] = asyncio.ensure_future(self.inner.run(host, command))
+            retry = self._retries[host] = asyncio.ensure_future(self.inner.run(host, command))
         # Not cancelled when this call is (asyncio.wait): the attempt outlives a refresh that gave up on it.
         await asyncio.wait({retry}, timeout=self.retry_wait_s)
         if not retry.done():
             raise type(error)(f"{error} (retrying now)", reason=error.reason)
-        del self._retries[host.name]
+        del self._retries[host]
         return await self._outcome(host, retry)
 
     async def _outcome(self, host: Host, attempt: Awaitable[RemoteResult]) -> RemoteResult:
         try:
             result = await attempt
         except TransportError as exc:
-            failures = self._failed[host.name][0] + 1 if host.name in self._failed else 1
+            failures = self._failed[host][0] + 1 if host in self._failed else 1
             delay = min(self.max_s, self.base_s * 2 ** (failures - 1))
-            self._failed[host.name] = (failures, self.clock() + delay, exc)
+            self._failed[host] = (failures, self.clock() + delay, exc)
             raise
-        self._failed.pop(host.name, None)
+        self._failed.pop(host, None)
         return result
 
     async def close(self) -> None:
