@@ -421,11 +421,13 @@ class _Watcher(object):
         return self.watcher.finish()
 
 
-def scan_server_logs(doc, discover, call_timeout_s, started):
+def scan_server_logs(doc, discover, call_timeout_s, started, processes=None):
     """The logs of the inference servers on the GPUs, found through their stdout and stderr (``discover``:
     {"servers": [{"server", "regex"}], "source": a log source without its path}), scanned like configured
-    logs, each with ``found``: the process and descriptor it was found through."""
-    found = _processes_module().server_logs(doc["processes"], discover.get("servers"))
+    logs, each with ``found``: the process and descriptor it was found through. ``processes``: the
+    processes to look at, when not the GPUs' (``doc["processes"]``)."""
+    found = _processes_module().server_logs(doc["processes"] if processes is None else processes,
+                                            discover.get("servers"))
     # A log the inventory names is not scanned twice ("resolved": its path with "~" expanded, on the node).
     configured = {os.path.realpath(s.get("resolved") or os.path.expanduser(s["path"]))
                   for s in doc.get("logs") or () if isinstance(s.get("path"), str)}
@@ -521,6 +523,10 @@ def collect_round(config, kept):
         _finish_logs(doc, config["logs"], logs)
     if config.get("discover_logs") and isinstance(doc.get("processes"), dict):
         scan_server_logs(doc, config["discover_logs"], call_timeout_s, started)
+    elif config.get("discover_logs") and not config.get("gpus", True):
+        # A log search reads no GPU, so no GPU lists its processes: the servers are found by command line.
+        servers = _processes_module().servers_running(config["discover_logs"].get("servers"))
+        scan_server_logs(doc, config["discover_logs"], call_timeout_s, started, processes=servers)
     if proc.HUNG:  # each call that outlived its bound and was killed: which one, after how long
         doc["hung"] = list(proc.HUNG)
     if isinstance(doc.get("context"), dict):

@@ -214,16 +214,48 @@ class Watcher(object):
         return out
 
 
-def server_logs(found, servers, root=None):
-    """Log sources found through the processes: a process whose command line matches a known server
-    (``servers``: [{"server": "SGLang", "regex": ...}], from the packs' command-line echoes) and whose
-    stdout or stderr is a regular file. [(path, {"pid", "server", "fds": [1, 2]})], each path once."""
+def servers_running(servers, root=None):
+    """Without the GPUs (a log search reads none): every process whose command line matches a known server
+    (``servers`` as for :func:`server_logs`), described as :meth:`Watcher.finish` lists them ({"procs"}),
+    so that a search scans the logs a sweep finds through the GPUs' processes. At most MAX_PROCS."""
+    patterns = _server_patterns(servers)
+    root = root or proc_root()
+    me = user_name(os.geteuid())
+    procs = {}
+    if not patterns:
+        return {"procs": procs}
+    try:
+        pids = sorted(int(name) for name in os.listdir(root) if name.isdigit())
+    except OSError:
+        return {"procs": procs}
+    for pid in pids:
+        try:
+            args, _ = _argv(_read(os.path.join(root, str(pid), "cmdline"), MAX_CMDLINE_BYTES))
+        except OSError:  # ended, or not ours to read
+            continue
+        line = " ".join(args) + " "
+        if any(pattern.search(line) for _, pattern in patterns):
+            procs[str(pid)] = describe(pid, me, root)
+            if len(procs) >= MAX_PROCS:
+                break
+    return {"procs": procs}
+
+
+def _server_patterns(servers):
     patterns = []
     for s in servers or ():
         try:
             patterns.append((s["server"], re.compile(s["regex"])))
         except (KeyError, TypeError, re.error):
             continue
+    return patterns
+
+
+def server_logs(found, servers, root=None):
+    """Log sources found through the processes: a process whose command line matches a known server
+    (``servers``: [{"server": "SGLang", "regex": ...}], from the packs' command-line echoes) and whose
+    stdout or stderr is a regular file. [(path, {"pid", "server", "fds": [1, 2]})], each path once."""
+    patterns = _server_patterns(servers)
     paths = {}
     for pid, info in sorted((found or {}).get("procs", {}).items()):
         line = " ".join(info.get("cmdline") or ()) + " "

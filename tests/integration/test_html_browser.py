@@ -34,7 +34,8 @@ def test_html_report_in_headless_chromium(sshd_cluster, tmp_path: Path) -> None:
     page_file, json_file = tmp_path / "report.html", tmp_path / "report.json"
     args = ("sweep", "-i", str(inventory), "--samples", "1", "--interval", "0")
     html_run = cli(*args, "--format", "html", "--output", str(page_file))
-    assert html_run.returncode == 2 and html_run.stdout == "", html_run.stderr  # driver_error: critical
+    assert html_run.returncode == 2, html_run.stderr  # driver_error: critical
+    assert html_run.stdout.startswith(f"wrote {page_file}: ") and html_run.stdout.count("\n") == 1  # page: file
     assert cli(*args, "--format", "json", "--output", str(json_file), "--quiet").returncode == 2
     gpus = [(h["host"], g["index"]) for h in json.loads(json_file.read_text())["hosts"] for g in h["gpus"]
             if g["utilization_pct"] is not None and g["power"] and g["power"]["pct_of_limit"] is not None]

@@ -236,8 +236,12 @@ def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, c
         stdout = _only_changes(changes, output.format, options) if changes is not None else ""
     elif output.quiet and (options.output is not None or (code == 0 and not loud)):
         stdout = ""
-    elif output.format is OutputFormat.HTML:
-        stdout = ""  # the page went to --output
+    elif options.output is not None:
+        # The report went to the file, as `sort -o` or `curl -o` would: stdout says where, and the cluster's
+        # state in one line (the exit code says it too), so a terminal is not flooded with a JSON document.
+        from gpudiag.report.table import render_summary_line
+
+        stdout = f"wrote {options.output}: {render_summary_line(report)}"
     else:
         stdout, shown = text, True
     return AuditOutcome(stdout=stdout, stderr=tuple(errors), exit_code=code, run_id=run_id, changes=changes,

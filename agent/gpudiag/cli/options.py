@@ -154,7 +154,8 @@ SAMPLES_DETAIL = Param(name="samples_detail", type=bool, default=False, decls=("
                                                 "combined readings and its sample count).")
 OUTPUT = Param(name="output", type=Path | None, default=None, decls=("--output", "-o"), panel=OUTPUT_PANEL,
                extra={"metavar": "FILE"},
-               help="Also write the report (any --format) to this file; with --quiet, stdout stays silent.")
+               help="Write the report (any --format) to this file, not stdout; stdout gets one summary line "
+                    "(none with --quiet). The exit code is the same.")
 SAVE_RAW = Param(name="save_raw", type=Path | None, default=None, decls=("--save-raw",), panel=OUTPUT_PANEL,
                  extra={"metavar": "DIR"},
                  help="Also keep each host's raw collector document in this folder (<host>.json): captures for "

@@ -100,7 +100,9 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
         config["logs"] = [dict(s) for s in logs]
     if not processes:  # who is on the GPUs, and GPM (read only for GPUs with processes): off
         config["processes"] = False
-    if discover_logs and gpus and processes:  # servers' logs found through the GPUs' processes (their stdout, stderr)
+    # Servers' logs found through their processes' stdout and stderr: the GPUs' processes, or, for a log
+    # search that reads no GPU, the processes whose command line is a known server's.
+    if discover_logs and processes:
         config["discover_logs"] = dict(discover_logs)
     if context:
         config["context"] = True

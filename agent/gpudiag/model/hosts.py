@@ -4,7 +4,7 @@ Standard library only; see :mod:`gpudiag.model`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -18,7 +18,9 @@ class Host:
     identity_file: str | None = None
     known_hosts: str | None = None
     jump: str | None = None  # a bastion, "[user@]host[:port]"
-    logs: tuple[object, ...] = ()  # carried for the log-evidence checks
+    # Carried for the log-evidence checks. Left out of the hash: an inventory's entry is a mapping
+    # ({path, packs}), and the transports and watch key their connections and backoff by Host.
+    logs: tuple[object, ...] = field(default=(), hash=False)
     groups: tuple[str, ...] = ()
 
     @property
