@@ -125,9 +125,7 @@ def _worker(job: _Job, events: Connection, control: Connection) -> None:
 
     async def main(stop: asyncio.Event) -> None:
         from gpudiag.sweep.runner import sweep
-        from gpudiag.transport.build import RoutingTransport
-        from gpudiag.transport.local import LocalTransport
-        from gpudiag.transport.ssh import SshTransport
+        from gpudiag.transport.build import open_transport
 
         loop = asyncio.get_running_loop()
 
@@ -136,7 +134,7 @@ def _worker(job: _Job, events: Connection, control: Connection) -> None:
             stop.set()
 
         loop.add_reader(control.fileno(), on_control)
-        transport = RoutingTransport(SshTransport(job.ssh.options(job.hosts)), LocalTransport())
+        transport = open_transport(job.ssh.options(job.hosts))
         await sweep(job.hosts, transport, job.options, plans=job.plans, stop=stop, observer=_Forward(events),
                     on_note=lambda line: events.send(("note", line)))
 

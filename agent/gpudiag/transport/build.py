@@ -68,19 +68,58 @@ class SshRequest:
         return options
 
 
-class RoutingTransport:
-    """``localhost`` runs here without SSH; every other host goes over SSH."""
+@dataclass(frozen=True, slots=True)
+class TransportKind:
+    """One way to reach a host: whether it ``serves`` the host, and how to ``open`` it from the SSH options
+    (a transport that needs none ignores them). Imported only when a sweep opens it."""
 
-    def __init__(self, ssh: Transport, local: Transport) -> None:
-        self.ssh, self.local = ssh, local
+    name: str
+    serves: Callable[[Host], bool]
+    open: Callable[[SshOptions], Transport]
+
+
+def _local(ssh: SshOptions) -> Transport:
+    from gpudiag.transport.local import LocalTransport
+
+    return LocalTransport()
+
+
+def _ssh(ssh: SshOptions) -> Transport:
+    from gpudiag.transport.ssh import SshTransport
+
+    return SshTransport(ssh)
+
+
+# The transports, asked in order: the first that serves a host runs its commands. A new transport is one module
+# (with the Transport protocol of transport/base.py) and one entry here.
+TRANSPORTS: tuple[TransportKind, ...] = (
+    TransportKind(name="local", serves=lambda host: host.is_local, open=_local),  # localhost: no SSH
+    TransportKind(name="ssh", serves=lambda host: True, open=_ssh),
+)
+
+
+class RoutingTransport:
+    """Each host's commands go to the first of ``kinds`` that serves it; a transport is opened when a host first
+    needs it, and every opened one is closed at the end."""
+
+    def __init__(self, ssh: SshOptions, kinds: Sequence[TransportKind] = TRANSPORTS) -> None:
+        self.ssh, self.kinds = ssh, tuple(kinds)
+        self._opened: dict[str, Transport] = {}
+
+    def _for(self, host: Host) -> Transport:
+        kind = next(k for k in self.kinds if k.serves(host))
+        if kind.name not in self._opened:
+            self._opened[kind.name] = kind.open(self.ssh)
+        return self._opened[kind.name]
 
     async def run(self, host: Host, command: RemoteCommand) -> RemoteResult:
         """Run ``command`` on ``host`` through the transport that reaches it."""
-        return await (self.local if host.is_local else self.ssh).run(host, command)
+        return await self._for(host).run(host, command)
 
     async def close(self) -> None:
-        """Close the SSH connections (the local transport holds none)."""
-        await self.ssh.close()
+        """Close every transport opened."""
+        for transport in self._opened.values():
+            await transport.close()
 
 
 TransportFactory = Callable[["SshOptions"], Transport]
@@ -107,10 +146,7 @@ def open_transport(ssh: SshOptions) -> Transport:
     (or, inside :func:`override_transport`, the test's)."""
     if _overrides:
         return _overrides[-1](ssh)
-    from gpudiag.transport.local import LocalTransport
-    from gpudiag.transport.ssh import SshTransport
-
-    return RoutingTransport(SshTransport(ssh), LocalTransport())
+    return RoutingTransport(ssh)
 
 
 def raise_open_file_limit(concurrency: int) -> None:
