@@ -11,27 +11,11 @@ import sys
 import textwrap
 from pathlib import Path
 
-from builders import finding, gpu, host_report, sweep
+from history_runs import T0, faulty, healthy
 
 from gpudiag.audit.history import History
-from gpudiag.model import Severity, SweepReport
+from gpudiag.model import Severity
 from gpudiag.model.changes import ChangeState
-
-T0 = 1_748_779_200.0  # 2025-06-01T12:00:00Z
-
-
-def at(minute: int, *hosts: object) -> SweepReport:
-    return sweep(*hosts, started_at=f"2025-06-01T12:{minute:02d}:00Z")  # type: ignore[arg-type]
-
-
-def healthy(minute: int) -> SweepReport:
-    return at(minute, host_report("gpu01", gpus=[gpu(index=0), gpu(index=1)]))
-
-
-def faulty(minute: int, *, gpu_index: int = 1, code: str = "BUSY_LOW_POWER") -> SweepReport:
-    return at(minute, host_report("gpu01", gpus=[gpu(index=0), gpu(index=1)],
-                                  findings=[finding(host="gpu01", gpu=gpu_index, code=code)]))
-
 
 WRITER = textwrap.dedent("""
     import sys, time

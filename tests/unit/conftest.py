@@ -18,6 +18,11 @@ from typing import Any
 
 import pytest
 
+# asyncssh looks for liboqs when it is first imported (ctypes.util.find_library runs ldconfig, gcc and ld): that is
+# the library's import, not the test's doing, so it happens here, before any test is watched. Without this, the
+# first unit test to import the SSH transport would fail the guard below when run alone.
+import gpudiag.transport.ssh  # noqa: E402,F401
+
 _INTERNET = (socket.AF_INET, socket.AF_INET6)
 
 

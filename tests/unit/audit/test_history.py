@@ -8,26 +8,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from builders import finding, gpu, host_report, sweep
+from builders import finding, gpu, host_report
+from history_runs import T0, at, faulty, healthy
 
 from gpudiag.audit.history import HISTORY_SCHEMA, MIGRATIONS, History, HistoryError, HistoryLocked
-from gpudiag.model import HostStatus, SweepReport
+from gpudiag.model import HostStatus
 from gpudiag.model.changes import ChangeState, FlapRule, fingerprints, gpu_keys
-
-T0 = 1_748_779_200.0  # 2025-06-01T12:00:00Z
-
-
-def at(minute: int, *hosts: object) -> SweepReport:
-    return sweep(*hosts, started_at=f"2025-06-01T12:{minute:02d}:00Z")  # type: ignore[arg-type]
-
-
-def healthy(minute: int) -> SweepReport:
-    return at(minute, host_report("gpu01", gpus=[gpu(index=0), gpu(index=1)]))
-
-
-def faulty(minute: int, *, gpu_index: int = 1, code: str = "BUSY_LOW_POWER") -> SweepReport:
-    return at(minute, host_report("gpu01", gpus=[gpu(index=0), gpu(index=1)],
-                                  findings=[finding(host="gpu01", gpu=gpu_index, code=code)]))
 
 
 def states(changes: object) -> list[tuple[str, str]]:

@@ -7,65 +7,17 @@ on the demo cluster; the real planner and sweep run, wrapped only to count their
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 from builders import gpu, host_report, sample, sweep
-from typer.testing import CliRunner
+from plan_calls import Calls, calls_fixture, invoke  # noqa: F401 (calls_fixture: the calls fixture)
 
-import gpudiag.cli.commands.local
-import gpudiag.cli.commands.sweep
-import gpudiag.cli.common
-import gpudiag.sweep.runner
 from gpudiag.checks import CheckSettings, SettingsError
-from gpudiag.cli.app import app
 from gpudiag.cli.request import HostSelection, SelectedHosts, SweepRequest, Thresholds, prepare, select_hosts
-from gpudiag.logs import LogOptions, LogPlan
-from gpudiag.logs.plan import Planner
 from gpudiag.model import Host
 from gpudiag.report import OutputFormat, ReportView, render
 from gpudiag.sweep.runner import SweepOptions
-
-ENV = {"PATH": "/usr/bin:/bin"}  # no nvidia-smi here, whatever the machine has
-
-
-def invoke(*args: str) -> Any:
-    return CliRunner().invoke(app, list(args), env=ENV)
-
-
-@dataclass
-class Calls:
-    planners: int = 0  # Planner() made: the registry and --pack files loaded, --signature checked
-    plans: list[LogPlan] = field(default_factory=list)  # every plan built, in order
-    swept: list[LogPlan] = field(default_factory=list)  # the plan each sweep_host was given
-
-
-@pytest.fixture
-def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Calls]:
-    """Counts the real planner's work and records the plans the runner gets (the real functions run)."""
-    seen = Calls()
-    real_init, real_plan, real_sweep_host = Planner.__init__, Planner.plan, gpudiag.sweep.runner.sweep_host
-
-    def init(self: Planner, options: LogOptions) -> None:
-        seen.planners += 1
-        real_init(self, options)
-
-    def plan(self: Planner, host: Host) -> LogPlan:
-        built = real_plan(self, host)
-        seen.plans.append(built)
-        return built
-
-    async def sweep_host(*args: Any, **kwargs: Any) -> Any:
-        seen.swept.append(kwargs["plan"])
-        return await real_sweep_host(*args, **kwargs)
-
-    monkeypatch.setattr(Planner, "__init__", init)
-    monkeypatch.setattr(Planner, "plan", plan)
-    monkeypatch.setattr(gpudiag.sweep.runner, "sweep_host", sweep_host)
-    yield seen
 
 
 @pytest.mark.parametrize(("args", "message"), [
