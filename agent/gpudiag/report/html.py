@@ -1,14 +1,15 @@
 """The sweep as one self-contained HTML page (``--format html --output FILE``): it fetches nothing when opened,
 so it works as a mail attachment or on an air-gapped laptop. Pure: returns text.
 
-The page: the summary, the findings grouped by code with their hosts folded (``<details>``), the per-host
-table, what changed since the last run (with ``--history``), and a scatter of every GPU's utilization against
-its power as a share of its enforced limit (:meth:`gpudiag.model.GpuReading.power`), coloured by SM family,
-with the BUSY_LOW_POWER region the run's thresholds define shaded (:attr:`SweepReport.settings`) and each point
-naming its host and GPU on hover (an SVG ``<title>``), with history a sparkline per flagged GPU (utilization
-and power share over the recorded runs), and the thresholds the checks judged by.
+The page, most urgent first: the summary; the findings table (one row per code, severity and host, its GPUs
+folded into a range, each GPU's own sentence under a ``<details>``); every host that was not read, with why;
+the charts (:mod:`gpudiag.report.html_chart`: utilization and, where measured, SM activity against the power
+share, flagged GPUs drawn apart, overlapping marks nudged apart, the region from the run's own thresholds);
+what changed since the last run, folded the same way (with ``--history``), a sparkline per flagged GPU over
+the recorded runs; the per-host table, with the reason beside a host that was not read; the thresholds the
+checks judged by.
 
-Inline SVG rather than a plotting library: one scatter with a shaded rectangle is ~60 lines, adds no
+Inline SVG rather than a plotting library: a scatter with a shaded rectangle is ~150 lines, adds no
 dependency, and a library's HTML output would either fetch its JavaScript from a CDN or inline megabytes of it.
 No script at all: hovering uses the browser's own tooltips.
 """
@@ -19,17 +20,24 @@ from collections import defaultdict
 from dataclasses import fields
 from html import escape
 
-from gpudiag.model import CheckSettings, GpuReading, Severity, SweepReport, worst
+from gpudiag.model import CheckSettings, Finding, HostReport, HostStatus, Severity, SweepReport
 from gpudiag.model.changes import ChangeSet
 from gpudiag.report.counts import findings_by_severity, gpus_by_sm, hosts_by_status
+from gpudiag.report.fold import index_ranges
+from gpudiag.report.html_chart import (
+    flagged_codes,
+    scatter_chart,
+    scatter_svg,
+    shaded_settings,
+    sm_activity_svg,
+    sm_colours,
+    unflagged_in_region,
+    utilization_point,
+)
 from gpudiag.report.view import ReportView, Trends
 
-# Okabe-Ito: told apart by colour-blind readers too (https://jfly.uni-koeln.de/color/)
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
-UNKNOWN_SM_COLOUR = "#999999"
-WIDTH, HEIGHT, PAD = 640, 420, 48
-Y_MAX_PCT = 120.0  # power share axis: a GPU above its limit (a brief spike) still shows
 _DEFAULTS = CheckSettings()
+__all__ = ("render", "render_html", "scatter_svg", "sparkline")
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}
@@ -38,6 +46,9 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-
 .critical{color:#b00020;font-weight:600}.warning{color:#9a6700}.unknown{color:#6a1b9a}.ok{color:#2e7d32}
 .legend span{display:inline-block;margin-right:14px}.swatch{display:inline-block;width:10px;height:10px;
 border-radius:5px;margin-right:4px}svg text{font-size:11px;fill:#444}
+.charts{display:flex;flex-wrap:wrap;gap:16px}.charts figure{margin:0;max-width:100%}svg{max-width:100%;height:auto}
+td.gpus,td.nowrap{white-space:nowrap}.wide{overflow-x:auto;max-width:100%}td.what{overflow-wrap:anywhere}
+details summary{cursor:pointer}
 """
 
 
@@ -45,91 +56,34 @@ def _sev(severity: Severity) -> str:
     return f'<span class="{severity.label}">{severity.label.upper()}</span>'
 
 
-def _point(gpu: GpuReading) -> tuple[float, float] | None:
-    power = gpu.power()
-    if gpu.utilization_pct is None or power is None or power.pct_of_limit is None:
-        return None
-    return gpu.utilization_pct, power.pct_of_limit
-
-
-def _x(util_pct: float) -> float:
-    return PAD + (WIDTH - 2 * PAD) * max(0.0, min(util_pct, 100.0)) / 100.0
-
-
-def _y(power_pct: float) -> float:
-    return HEIGHT - PAD - (HEIGHT - 2 * PAD) * max(0.0, min(power_pct, Y_MAX_PCT)) / Y_MAX_PCT
-
-
-def sm_colours(report: SweepReport) -> dict[str, str]:
-    """SM family → its colour, families in the order the summary counts them."""
-    families = [sm for sm in gpus_by_sm(report) if sm != "unknown"]
-    colours = {sm: PALETTE[i % len(PALETTE)] for i, sm in enumerate(families)}
-    colours["unknown"] = UNKNOWN_SM_COLOUR
-    return colours
-
-
-def shaded_settings(report: SweepReport) -> CheckSettings:
-    """The thresholds the scatter shades: the ones the run used (:attr:`SweepReport.settings`), else (a report
-    that does not say: an older document, merged runs that used different ones) the defaults."""
-    return report.settings if report.settings is not None else _DEFAULTS
-
-
-def scatter_svg(report: SweepReport) -> str:
-    """The utilization × power-share scatter: one ``<circle class="gpu">`` per GPU that has both readings, and
-    the BUSY_LOW_POWER region the run's thresholds define (:func:`shaded_settings`) shaded."""
-    colours = sm_colours(report)
+def _region(report: SweepReport, moved: int) -> str:
+    """The chart in words, under it: the shaded region, what is in it unflagged and why, the nudged marks."""
     settings = shaded_settings(report)
-    busy, low = settings.busy_utilization_pct, settings.low_power_pct
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" id="scatter" width="{WIDTH}" height="{HEIGHT}" '
-             f'viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="GPU utilization against power share">',
-             f'<rect class="busy-low-power" x="{_x(busy):.1f}" y="{_y(low):.1f}" width="{_x(100) - _x(busy):.1f}" '
-             f'height="{_y(0) - _y(low):.1f}" fill="#d55e00" fill-opacity="0.12" stroke="#d55e00" '
-             f'stroke-dasharray="4 3"><title>BUSY_LOW_POWER: utilization at least {busy:g}% and power under '
-             f'{low:g}% of the enforced limit</title></rect>',
-             f'<text x="{_x(busy) - 4:.1f}" y="{_y(low) + 14:.1f}" text-anchor="end">BUSY_LOW_POWER</text>']
-    for tick in range(0, 101, 20):
-        parts.append(f'<line x1="{_x(tick):.1f}" y1="{_y(0):.1f}" x2="{_x(tick):.1f}" y2="{_y(0) + 4:.1f}" '
-                     f'stroke="#444"/><text x="{_x(tick):.1f}" y="{_y(0) + 16:.1f}" text-anchor="middle">'
-                     f'{tick}</text>')
-    for tick in range(0, int(Y_MAX_PCT) + 1, 20):
-        parts.append(f'<line x1="{_x(0) - 4:.1f}" y1="{_y(tick):.1f}" x2="{_x(0):.1f}" y2="{_y(tick):.1f}" '
-                     f'stroke="#444"/><text x="{_x(0) - 6:.1f}" y="{_y(tick) + 4:.1f}" text-anchor="end">'
-                     f'{tick}</text>')
-    parts.append(f'<rect x="{_x(0):.1f}" y="{_y(Y_MAX_PCT):.1f}" width="{_x(100) - _x(0):.1f}" '
-                 f'height="{_y(0) - _y(Y_MAX_PCT):.1f}" fill="none" stroke="#444"/>')
-    parts.append(f'<text x="{WIDTH / 2:.0f}" y="{HEIGHT - 8}" text-anchor="middle">GPU utilization (%)</text>')
-    parts.append(f'<text transform="translate(14 {HEIGHT / 2:.0f}) rotate(-90)" text-anchor="middle">'
-                 'power, % of enforced limit</text>')
-    for host in report.hosts:
-        for gpu in host.gpus:
-            point = _point(gpu)
-            if point is None:
-                continue
-            sm = gpu.sm or "unknown"
-            util, share = point
-            parts.append(f'<circle class="gpu" data-host="{escape(host.host)}" data-gpu="{gpu.index}" '
-                         f'data-sm="{escape(sm)}" cx="{_x(util):.1f}" cy="{_y(share):.1f}" r="5" '
-                         f'fill="{colours[sm]}" fill-opacity="0.8" stroke="#fff"><title>{escape(host.host)} GPU '
-                         f'{gpu.index} ({escape(gpu.name or sm)}): {util:g}% utilization, {share:g}% of its '
-                         f'enforced power limit</title></circle>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def _region(report: SweepReport) -> str:
-    """The shaded region in words, under the scatter."""
-    settings = shaded_settings(report)
-    return (f"<p>Shaded: BUSY_LOW_POWER, utilization at least {settings.busy_utilization_pct:g}% and power "
+    inside = unflagged_in_region(report)
+    text = (f"<p>Shaded: BUSY_LOW_POWER, utilization at least {settings.busy_utilization_pct:g}% and power "
             f"under {settings.low_power_pct:g}% of the enforced limit"
-            f"{'' if report.settings is not None else ' (the default thresholds)'}.</p>")
+            f"{'' if report.settings is not None else ' (the default thresholds)'}.")
+    if inside:
+        text += (f" {inside} GPU{'s' if inside != 1 else ''} in it not flagged: memory at least "
+                 f"{settings.bandwidth_memory_utilization_pct:g}% busy (bandwidth-bound), SM activity measured, "
+                 "or a slowdown reason explains the power (hover for which).")
+    if moved:
+        text += (f" {moved} mark{'s' if moved != 1 else ''} nudged apart so that none hides another; hover "
+                 "for the exact reading.")
+    return text + "</p>"
 
 
 def _legend(report: SweepReport) -> str:
     counts = gpus_by_sm(report)
     colours = sm_colours(report)
-    return '<p class="legend">' + "".join(
+    flagged = len(flagged_codes(report))
+    return ('<p class="legend">' + "".join(
         f'<span><i class="swatch" style="background:{colours[sm]}"></i>{escape(sm)} ({n})</span>'
-        for sm, n in counts.items()) + "</p>"
+        for sm, n in counts.items())
+        + f'<span><svg width="14" height="14" viewBox="0 0 14 14"><path d="M7 1L13 7L7 13L1 7Z" fill="#ccc" '
+        f'stroke="#000" stroke-width="1.5"/></svg> flagged by a check ({flagged})</span>'
+        '<span><svg width="12" height="12" viewBox="0 0 12 12"><circle cx="6" cy="6" r="5" fill="#ccc"/></svg> '
+        "not flagged</span></p>")
 
 
 def _summary(report: SweepReport) -> str:
@@ -140,22 +94,60 @@ def _summary(report: SweepReport) -> str:
             f"({escape(statuses)}). GPUs: {gpus}. Findings: {escape(severities)}. Exit code {report.exit_code}.</p>")
 
 
+def _gpus(indexes: list[int | None]) -> str:
+    """The GPU cell of a folded row: "", "3", "0-7 (8)"."""
+    known = [i for i in indexes if i is not None]
+    if not known:
+        return ""
+    return index_ranges(known) + (f" ({len(known)})" if len(known) > 1 else "")
+
+
 def _findings(report: SweepReport) -> str:
-    by_code = defaultdict(list)
+    """The findings table: one row per code, severity and host, its GPUs folded into a range; a folded row
+    shows its first GPU's sentence, every GPU's own in a ``<details>`` under it."""
+    rows: dict[tuple[int, str, str, Severity], list[Finding]] = defaultdict(list)
     for f in report.findings:
-        by_code[f.code].append(f)
-    if not by_code:
+        rows[(-f.severity.rank, f.code, f.host, f.severity)].append(f)
+    if not rows:
         return "<p>No findings.</p>"
     out = []
-    for code in sorted(by_code, key=lambda c: (-worst(f.severity for f in by_code[c]).rank, c)):
-        found = by_code[code]
-        hosts = sorted({f.host for f in found})
-        most = worst(f.severity for f in found)
-        items = "".join(f"<li>{_sev(f.severity)} {escape(f.host)}"
-                        f"{'' if f.gpu is None else f' GPU {f.gpu}'}: {escape(f.summary)}</li>" for f in found)
-        out.append(f'<details class="code"><summary>{_sev(most)} <b>{escape(code)}</b>: {len(found)} on '
-                   f"{len(hosts)} host{'s' if len(hosts) != 1 else ''}</summary><ul>{items}</ul></details>")
-    return "".join(out)
+    for (_, code, host, severity), found in sorted(rows.items(), key=lambda r: r[0][:3]):
+        found.sort(key=lambda f: -1 if f.gpu is None else f.gpu)
+        text = escape(found[0].summary)
+        if len(found) > 1:
+            each = "".join(f"<li>{'' if f.gpu is None else f'GPU {f.gpu}: '}{escape(f.summary)}</li>" for f in found)
+            first = "" if found[0].gpu is None else f"GPU {found[0].gpu}: "
+            text = f"<details><summary>{first}{text}</summary><ul>{each}</ul></details>"
+        out.append(f'<tr><td>{_sev(severity)}</td><td class="nowrap">{escape(code)}</td><td class="nowrap">'
+                   f'{escape(host)}</td><td class="gpus">{_gpus([f.gpu for f in found])}</td>'
+                   f'<td class="what">{text}</td></tr>')
+    return ('<table id="findings"><tr><th>severity</th><th>code</th><th>host</th><th>GPUs</th><th>what</th></tr>'
+            + "".join(out) + "</table>")
+
+
+def host_reason(h: HostReport) -> str:
+    """Why a host was not read, or read in part: its status's reason word and its error, and what the
+    scheduler says of the node; "" for a host read in full with nothing to say."""
+    said = ": ".join(t for t in (h.unreachable_reason.value if h.unreachable_reason else "", h.error or "") if t)
+    if not said and h.status is HostStatus.CANCELLED:
+        said = "the sweep was stopped before it answered"
+    elif not said and h.status is not HostStatus.OK:
+        said = "no reason recorded"
+    if h.scheduler_state:
+        said += ("; " if said else "") + f"scheduler: {h.scheduler_state}" + (
+            f" ({h.scheduler_reason})" if h.scheduler_reason else "")
+    return said
+
+
+def _not_read(report: SweepReport) -> str:
+    """Every host that was not read, or read in part, with its reason."""
+    rows = "".join(f'<tr><td class="nowrap">{escape(h.host)}</td><td>{escape(h.status.value)}</td>'
+                   f'<td class="what">{escape(host_reason(h))}</td></tr>'
+                   for h in report.hosts if h.status is not HostStatus.OK)
+    if not rows:
+        return ""
+    return ('<h2>Hosts not read</h2><table id="not-read"><tr><th>host</th><th>status</th><th>why</th></tr>'
+            + rows + "</table>")
 
 
 def _hosts(report: SweepReport) -> str:
@@ -166,13 +158,15 @@ def _hosts(report: SweepReport) -> str:
             cells = (h.host, h.status.value, "" if gpu is None else str(gpu.index), (gpu.name or "") if gpu else "",
                      (gpu.sm or "") if gpu else "",
                      "" if gpu is None or gpu.utilization_pct is None else f"{gpu.utilization_pct:g}",
+                     "" if gpu is None or gpu.sm_active_pct is None else f"{gpu.sm_active_pct:g}",
                      "" if power is None else f"{power.watts:.0f}",
                      "" if power is None or power.pct_of_limit is None else f"{power.pct_of_limit:g}",
-                     str(sum(1 for f in h.findings if gpu is None or f.gpu in (None, gpu.index))))
+                     str(sum(1 for f in h.findings if gpu is None or f.gpu in (None, gpu.index))),
+                     host_reason(h) if gpu is None else "")
             rows.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
-    head = "".join(f"<th>{c}</th>" for c in ("host", "status", "GPU", "name", "SM", "util %", "power W",
-                                            "% of limit", "findings"))
-    return f'<table id="hosts"><tr>{head}</tr>{"".join(rows)}</table>'
+    head = "".join(f"<th>{c}</th>" for c in ("host", "status", "GPU", "name", "SM", "util %", "SM active %",
+                                            "power W", "% of limit", "findings", "why not read"))
+    return f'<div class="wide"><table id="hosts"><tr>{head}</tr>{"".join(rows)}</table></div>'
 
 
 def _settings(report: SweepReport) -> str:
@@ -190,15 +184,29 @@ def _settings(report: SweepReport) -> str:
 
 
 def _changes(changes: ChangeSet | None) -> str:
+    """What changed since the last run: one row per state, code, severity, host and streak, its GPUs folded."""
     if changes is None:
         return ""
-    rows = "".join(f"<tr><td>{c.state.value}{' (flapping)' if c.flapping else ''}</td><td>"
-                   f"{_sev(c.finding.severity)}</td><td>{escape(c.finding.host)}</td><td>{escape(c.finding.code)}"
-                   f"</td><td>{escape(c.finding.since)}</td><td>{c.finding.runs}</td></tr>" for c in changes.findings)
+    groups: dict[tuple[str, str, str, str, str, int], list[int | None]] = defaultdict(list)
+    severities: dict[tuple[str, str, str, str, str, int], Severity] = {}
+    for c in changes.findings:
+        f = c.finding
+        key = (c.state.value + (" (flapping)" if c.flapping else ""), f.host, f.code, f.severity.label, f.since,
+               f.runs)
+        groups[key].append(f.gpu)
+        severities[key] = f.severity
+    order = {"new": 0, "resolved": 1}
+    rows = "".join(f'<tr><td>{state}</td><td>{_sev(severities[key])}</td><td class="nowrap">{escape(host)}</td>'
+                   f'<td class="gpus">{_gpus(gpus)}</td><td class="nowrap">{escape(code)}</td><td>{escape(since)}</td>'
+                   f"<td>{runs}</td></tr>"
+                   for key, gpus in sorted(groups.items(), key=lambda g: (order.get(g[0][0].split()[0], 2),
+                                                                           -severities[g[0]].rank, g[0][1:3]))
+                   for state, host, code, _, since, runs in (key,))
     since = escape(changes.previous_started_at or "no earlier run")
     return (f"<h2>Since the last run ({since})</h2>" + (
-        f'<table id="changes"><tr><th>state</th><th>severity</th><th>host</th><th>code</th><th>since</th>'
-        f"<th>runs</th></tr>{rows}</table>" if rows else "<p>No findings, before or now.</p>"))
+        f'<div class="wide"><table id="changes"><tr><th>state</th><th>severity</th><th>host</th><th>GPUs</th>'
+        "<th>code</th>"
+        f"<th>since</th><th>runs</th></tr>{rows}</table></div>" if rows else "<p>No findings, before or now.</p>"))
 
 
 SPARK_W, SPARK_H = 160, 28
@@ -238,17 +246,28 @@ def _trends(trends: Trends | None) -> str:
 
 def render_html(report: SweepReport, changes: ChangeSet | None = None, trends: Trends | None = None) -> str:
     """The whole page; ``trends``: per flagged GPU, readings over the recorded runs (with ``--history``)."""
-    plotted = sum(1 for h in report.hosts for g in h.gpus if _point(g) is not None)
+    plotted = sum(1 for h in report.hosts for g in h.gpus if utilization_point(g) is not None)
     missing = sum(len(h.gpus) for h in report.hosts) - plotted
     note = (f"<p>{missing} GPU{'s' if missing != 1 else ''} not plotted: no utilization or power share "
             "reading.</p>" if missing else "")
+    scatter, moved = scatter_chart(report)
+    activity, measured, activity_moved = sm_activity_svg(report)
+    charts = f'<figure>{scatter}</figure>'
+    if activity:
+        charts += f"<figure>{activity}</figure>"
+    activity_note = (f"<p>SM activity measured on {measured} GPU{'s' if measured != 1 else ''} (right): a busy "
+                     "GPU whose SMs are barely active is starved whatever its power."
+                     + (f" {activity_moved} marks nudged apart." if activity_moved else "") + "</p>"
+                     if activity else "")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
             "img-src data:\"><title>gpudiag sweep " + escape(report.started_at) + "</title><style>" + _CSS
             + "</style></head><body><h1>gpudiag sweep</h1>" + _summary(report)
-            + "<h2>Utilization against power</h2>" + scatter_svg(report) + _legend(report) + note
-            + _region(report)
-            + _changes(changes) + _trends(trends) + "<h2>Findings</h2>" + _findings(report)
+            + "<h2>Findings</h2>" + _findings(report) + _not_read(report)
+            + "<h2>Utilization against power</h2>" + f'<div class="charts">{charts}</div>' + _legend(report) + note
+            + _region(report, moved) + activity_note
+            + _changes(changes) + _trends(trends)
             + "<h2>Hosts</h2>" + _hosts(report) + "<h2>Thresholds</h2>" + _settings(report) + "</body></html>")
 
 

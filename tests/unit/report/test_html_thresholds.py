@@ -7,7 +7,7 @@ import re
 
 from gpudiag.model import CheckSettings, GpuReading, HostReport, HostStatus, NodeReadings, SweepReport
 from gpudiag.report import OutputFormat, render
-from gpudiag.report.html import HEIGHT, PAD, Y_MAX_PCT, scatter_svg
+from gpudiag.report.html_chart import HEIGHT, PAD, Y_MAX_PCT, scatter_svg
 
 
 def _report(settings: CheckSettings | None) -> SweepReport:
