@@ -1,15 +1,29 @@
 """The HTML report in a real headless browser: Debian's chromium driven by Playwright's Python package (its
-own browser downloads are never used: ``executable_path`` is the system chromium). The page of a real sweep of
-the loopback cluster loads with no console error and no network request, the scatter has one point per GPU
-that has both readings, each naming its host and GPU, and a screenshot is kept under the test's tmp dir."""
+own browser downloads are never used: ``executable_path`` is the system chromium).
+
+At 1400 and 800 pixels wide, the page of a real sweep of the loopback cluster, and of the demo (run twice on
+one history, so it has its changes table), loads with no console error and no request but its own file; the
+scatter has one mark per GPU that has both readings, each naming its host and GPU; the GPUs a check flagged,
+and only those, are drawn as the flagged shape (``path.gpu.flagged``, the rest ``circle.gpu``); no mark lies
+on another; the page is no wider than the window. Screenshots are kept under the test's tmp dir; with
+``GPUDIAG_UPDATE_SCREENSHOT=1`` the demo's 1400-pixel view is written to ``docs/html-report.png`` (the
+README's picture):
+
+    GPUDIAG_UPDATE_SCREENSHOT=1 python3 -m pytest -q tests/integration/test_html_browser.py -k demo
+"""
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
+import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +31,9 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SCENARIOS = ("healthy", "case_study", "bandwidth_bound", "idle", "mixed", "one_lost", "driver_error")
+WIDTHS = (1400, 800)
+DOCS_PICTURE = REPO / "docs" / "html-report.png"
+MARK = 2 * 5.0  # two radii: marks closer than this cover one another
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -24,10 +41,82 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=120)
 
 
-def test_html_report_in_headless_chromium(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def plotted_and_flagged(document: dict[str, Any]) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    """From the JSON of the same sweep: the GPUs the scatter must plot, and those a check flagged."""
+    plotted = sorted((h["host"], g["index"]) for h in document["hosts"] for g in h["gpus"]
+                     if g["utilization_pct"] is not None and g["power"] and g["power"]["pct_of_limit"] is not None)
+    named = {(h["host"], f["gpu"]) for h in document["hosts"] for f in h["findings"]
+             if f["gpu"] is not None and f["severity"] != "ok"}
+    return plotted, sorted(set(plotted) & named)
+
+
+@dataclass
+class Seen:
+    """What the browser saw of one page at one width."""
+
+    marks: list[tuple[str, int]] = field(default_factory=list)
+    flagged: list[tuple[str, int]] = field(default_factory=list)
+    tags: dict[str, set[str]] = field(default_factory=dict)  # "flagged"/"plain" -> element names
+    centres: list[tuple[float, float]] = field(default_factory=list)
+    titles: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    overflow_px: int = 0
+    shaded: int = 0
+
+
+_MARKS_JS = """() => [...document.querySelectorAll('#scatter .gpu')].map(m => {
+  const r = m.getBoundingClientRect();
+  return {host: m.dataset.host, gpu: Number(m.dataset.gpu), flagged: m.classList.contains('flagged'),
+          tag: m.tagName, x: r.x + r.width / 2, y: r.y + r.height / 2,
+          title: m.querySelector('title') ? m.querySelector('title').textContent : ''};
+})"""
+
+
+def look(page_file: Path, width: int, screenshot: Path) -> Seen:
+    """Open ``page_file`` at ``width`` pixels in headless chromium, with console and request listeners."""
     playwright = pytest.importorskip("playwright.sync_api", reason="Playwright not installed: pip install playwright")
     if CHROMIUM is None:
         pytest.skip("chromium not installed: apt-get install chromium")
+    seen = Seen()
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": width, "height": 1400})
+            page.on("request", lambda r: seen.requests.append(r.url))
+            page.on("console", lambda m: seen.problems.append(m.text) if m.type in ("error", "warning") else None)
+            page.on("pageerror", lambda e: seen.problems.append(str(e)))
+            page.goto(page_file.as_uri(), wait_until="load")
+            for m in page.evaluate(_MARKS_JS):
+                seen.marks.append((m["host"], m["gpu"]))
+                if m["flagged"]:
+                    seen.flagged.append((m["host"], m["gpu"]))
+                seen.tags.setdefault("flagged" if m["flagged"] else "plain", set()).add(m["tag"])
+                seen.centres.append((m["x"], m["y"]))
+                seen.titles.append(m["title"])
+            seen.overflow_px = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+            seen.shaded = page.locator("#scatter rect.busy-low-power").count()
+            page.screenshot(path=str(screenshot))
+        finally:
+            browser.close()
+    seen.marks.sort()
+    seen.flagged.sort()
+    return seen
+
+
+def check(seen: Seen, page_file: Path, plotted: list[tuple[str, int]], flagged: list[tuple[str, int]]) -> None:
+    """What every page must show in the browser, at every width."""
+    assert seen.requests == [page_file.as_uri()] and seen.problems == []
+    assert seen.marks == plotted and seen.shaded == 1  # one mark per GPU
+    assert seen.flagged == flagged and flagged  # the flagged ones, and only those, drawn as flagged
+    assert seen.tags == {"flagged": {"path"}, "plain": {"circle"}}  # a different shape, not only a colour
+    close = [(a, b) for a, b in itertools.combinations(range(len(seen.centres)), 2)
+             if math.dist(seen.centres[a], seen.centres[b]) < MARK * 0.8]  # 0.8: the SVG may be scaled down
+    assert not close, [(seen.marks[a], seen.marks[b]) for a, b in close]
+    assert seen.overflow_px <= 0
+
+
+def test_html_report_in_headless_chromium(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(f"{sshd_cluster.inventory_defaults()}hosts:\n" + "".join(
         f"  {s}: {{address: {sshd_cluster.address_of(s)}}}\n" for s in SCENARIOS))
@@ -37,29 +126,28 @@ def test_html_report_in_headless_chromium(sshd_cluster, tmp_path: Path) -> None:
     assert html_run.returncode == 2, html_run.stderr  # driver_error: critical
     assert html_run.stdout.startswith(f"wrote {page_file}: ") and html_run.stdout.count("\n") == 1  # page: file
     assert cli(*args, "--format", "json", "--output", str(json_file), "--quiet").returncode == 2
-    gpus = [(h["host"], g["index"]) for h in json.loads(json_file.read_text())["hosts"] for g in h["gpus"]
-            if g["utilization_pct"] is not None and g["power"] and g["power"]["pct_of_limit"] is not None]
-    assert len(gpus) > 20
+    plotted, flagged = plotted_and_flagged(json.loads(json_file.read_text()))
+    assert len(plotted) > 20
+    for width in WIDTHS:
+        seen = look(page_file, width, tmp_path / f"report-{width}.png")
+        check(seen, page_file, plotted, flagged)
+        assert any(t.startswith("case_study GPU 0 ") and "of its enforced power limit" in t for t in seen.titles)
+        assert (tmp_path / f"report-{width}.png").stat().st_size > 10_000
 
-    requests: list[str] = []
-    problems: list[str] = []
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport={"width": 1000, "height": 900})
-            page.on("request", lambda r: requests.append(r.url))
-            page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
-            page.on("pageerror", lambda e: problems.append(str(e)))
-            page.goto(page_file.as_uri(), wait_until="load")
-            points = page.locator("#scatter circle.gpu")
-            shown = sorted((points.nth(i).get_attribute("data-host"), int(points.nth(i).get_attribute("data-gpu")))
-                           for i in range(points.count()))
-            titles = [points.nth(i).locator("title").text_content() for i in range(points.count())]
-            shaded = page.locator("#scatter rect.busy-low-power").count()
-            page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
-        finally:
-            browser.close()
-    assert requests == [page_file.as_uri()] and problems == []
-    assert shown == sorted(gpus) and shaded == 1
-    assert any(t and t.startswith("case_study GPU 0 ") and "of its enforced power limit" in t for t in titles)
-    assert (tmp_path / "report.png").stat().st_size > 10_000
+
+def test_demo_html_report_in_headless_chromium(tmp_path: Path) -> None:
+    """The demo, as the README shows it: its second run on one history, so the changes table is there."""
+    page_file, json_file, history = tmp_path / "demo.html", tmp_path / "demo.json", tmp_path / "h.sqlite"
+    for _ in range(2):
+        assert cli("sweep", "--demo", "--format", "html", "-o", str(page_file), "--history", str(history),
+                   "--quiet").returncode == 2
+    assert cli("sweep", "--demo", "--format", "json", "-o", str(json_file), "--quiet").returncode == 2
+    plotted, flagged = plotted_and_flagged(json.loads(json_file.read_text()))
+    assert len(plotted) == 40 and len(flagged) == 17  # BUSY_LOW_POWER 8, POWER_LIMIT_REDUCED 8, XID 1
+    text = page_file.read_text()
+    assert '<table id="changes">' in text and '<table id="not-read">' in text and "train-h200-05" in text
+    for width in WIDTHS:
+        seen = look(page_file, width, tmp_path / f"demo-{width}.png")
+        check(seen, page_file, plotted, flagged)
+    if os.environ.get("GPUDIAG_UPDATE_SCREENSHOT") == "1":
+        shutil.copyfile(tmp_path / "demo-1400.png", DOCS_PICTURE)

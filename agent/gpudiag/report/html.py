@@ -125,12 +125,25 @@ def _findings(report: SweepReport) -> str:
             + "".join(out) + "</table>")
 
 
+def _partial_reasons(h: HostReport) -> list[Finding]:
+    """What a host read in part lacks: its UNKNOWN findings (a reading missing), else its CRITICAL ones (a GPU
+    lost)."""
+    for severity in (Severity.UNKNOWN, Severity.CRITICAL):
+        found = [f for f in h.findings if f.severity is severity]
+        if found:
+            return found
+    return []
+
+
 def host_reason(h: HostReport) -> str:
     """Why a host was not read, or read in part: its status's reason word and its error, and what the
     scheduler says of the node; "" for a host read in full with nothing to say."""
     said = ": ".join(t for t in (h.unreachable_reason.value if h.unreachable_reason else "", h.error or "") if t)
     if not said and h.status is HostStatus.CANCELLED:
         said = "the sweep was stopped before it answered"
+    elif not said and h.status is HostStatus.PARTIAL:  # read in part: the findings say what is missing
+        said = "; ".join(f"{f.code}{'' if f.gpu is None else f' (GPU {f.gpu})'}: {f.summary}"
+                         for f in _partial_reasons(h)) or "some readings are missing"
     elif not said and h.status is not HostStatus.OK:
         said = "no reason recorded"
     if h.scheduler_state:

@@ -33,6 +33,7 @@ WIDTH, HEIGHT, PAD = 640, 420, 48
 Y_MAX_PCT = 120.0  # power share axis: a GPU above its limit (a brief spike) still shows
 RADIUS = 5.0
 KNEE_SHARE = 0.3  # the part of the utilization axis below the knee
+VERTICAL_COST = 2.5  # see dodge()
 _DEFAULTS = CheckSettings()
 
 
@@ -100,19 +101,28 @@ class Mark:
     codes: tuple[str, ...]
 
 
+def _crosses(a: float, b: float, walls: Sequence[float]) -> bool:
+    return any(min(a, b) < w < max(a, b) for w in walls)
+
+
 def dodge(points: Sequence[tuple[float, float]], left: float, right: float, top: float, bottom: float,
-          gap: float = 2 * RADIUS + 1) -> list[tuple[float, float]]:
+          gap: float = 2 * RADIUS + 1, walls_x: Sequence[float] = (), walls_y: Sequence[float] = ()
+          ) -> list[tuple[float, float]]:
     """Each point moved, in order, to the free place nearest it (on a hexagonal lattice ``gap`` apart), so no
-    two marks are closer than ``gap``; a point already free stays where it is. Places stay inside the box."""
+    two marks are closer than ``gap``; a point already free stays where it is. Places stay inside the box.
+    A move up or down costs :data:`VERTICAL_COST` times a move sideways: the power share (y) is what the
+    shaded region judges; utilization (x) gives more. A point never crosses a wall (``walls_x``,
+    ``walls_y``: the shaded region's edges), so a GPU inside the region is drawn inside it, one outside outside."""
     offsets = sorted(((i * gap + (j % 2) * gap / 2, j * gap * math.sqrt(3) / 2)
-                      for i in range(-12, 13) for j in range(-12, 13)),
-                     key=lambda o: (round(math.hypot(*o), 6), math.atan2(o[1], o[0])))
+                      for i in range(-16, 17) for j in range(-8, 9)),
+                     key=lambda o: (round(math.hypot(o[0], VERTICAL_COST * o[1]), 6), math.atan2(o[1], o[0])))
     placed: list[tuple[float, float]] = []
     for px, py in points:
         spot = (px, py)
         for dx, dy in offsets:
             cx, cy = px + dx, py + dy
-            if not (left <= cx <= right and top <= cy <= bottom):
+            if not (left <= cx <= right and top <= cy <= bottom) or _crosses(px, cx, walls_x) \
+                    or _crosses(py, cy, walls_y):
                 continue
             if all(math.hypot(cx - qx, cy - qy) >= gap - 1e-6 for qx, qy in placed):
                 spot = (cx, cy)
@@ -148,11 +158,13 @@ def _axes(x: Callable[[float], float], x_ticks: Sequence[float], x_label: str, k
     return parts
 
 
-def _marks(marks: Sequence[Mark], x: Callable[[float], float], colours: dict[str, str]) -> tuple[list[str], int]:
-    """The marks' SVG, flagged ones last (on top), and how many were nudged from their reading's place."""
+def _marks(marks: Sequence[Mark], x: Callable[[float], float], colours: dict[str, str],
+           walls_x: Sequence[float] = (), walls_y: Sequence[float] = ()) -> tuple[list[str], int]:
+    """The marks' SVG, flagged ones last (on top), and how many were nudged from their reading's place
+    (:func:`dodge`, never across the walls)."""
     ordered = sorted(marks, key=lambda m: (not m.codes, m.host, m.index))  # flagged placed first: least moved
     true = [(x(m.x_pct), _y(m.y_pct)) for m in ordered]
-    spots = dodge(true, x(0), x(100), _y(Y_MAX_PCT), _y(0))
+    spots = dodge(true, x(0), x(100), _y(Y_MAX_PCT), _y(0), walls_x=walls_x, walls_y=walls_y)
     moved = sum(1 for (ax, ay), (bx, by) in zip(true, spots, strict=True) if math.hypot(ax - bx, ay - by) > 0.5)
     parts = []
     for m, (cx, cy) in sorted(zip(ordered, spots, strict=True), key=lambda p: (bool(p[0].codes), p[0].host,
@@ -246,7 +258,7 @@ def scatter_chart(report: SweepReport) -> tuple[str, int]:
     if knee:
         ticks = sorted({*ticks, knee, *(t for t in range(int(knee), 101, 5 if 100 - knee <= 30 else 10))})
     body += _axes(x, ticks, "GPU utilization (%)", knee)
-    parts, moved = _marks(marks, x, colours)
+    parts, moved = _marks(marks, x, colours, walls_x=(x(busy),), walls_y=(_y(low),))
     return _svg("scatter", "GPU utilization against power share", body + parts), moved
 
 
@@ -279,5 +291,5 @@ def sm_activity_svg(report: SweepReport) -> tuple[str, int, int]:
             f'<text x="{linear_x(starved) + 4:.1f}" y="{_y(Y_MAX_PCT) + 26:.1f}">starved if busy: under '
             f"{starved:g}%</text>"]
     body += _axes(linear_x, range(0, 101, 20), "SM activity (%, NVML GPM / DCGM)", None)
-    parts, moved = _marks(marks, linear_x, colours)
+    parts, moved = _marks(marks, linear_x, colours, walls_x=(linear_x(starved),))
     return _svg("sm-activity", "SM activity against power share", body + parts), len(marks), moved

@@ -72,6 +72,8 @@ def test_dodge_leaves_free_points_alone_and_parts_the_rest() -> None:
     assert all(math.dist(s, (100.0, 100.0)) <= 2 * (2 * RADIUS + 1) for s in spots[2:])  # near, not flung away
     edge = dodge([(600.0, 400.0)] * 3, 0, 600, 0, 400)  # a corner: the moved ones stay in the box
     assert all(0 <= x <= 600 and 0 <= y <= 400 for x, y in edge)
+    walled = dodge([(300.0, 101.0)] * 6 + [(300.0, 99.0)] * 6, 0, 600, 0, 400, walls_y=(100.0,), walls_x=(310.0,))
+    assert all(y > 100 and x < 310 for x, y in walled[:6]) and all(y < 100 and x < 310 for x, y in walled[6:])
 
 
 def test_busy_gpus_spread_out_above_the_knee() -> None:
@@ -147,3 +149,19 @@ def test_every_host_not_read_says_why() -> None:
     assert "the sweep was stopped before it answered" in table
     assert "no reason recorded; scheduler: drained (bad gpu)" in table
     assert "<td>refused: connection refused by 10.0.0.1:22</td></tr>" in page.split('<table id="hosts">')[1]
+
+
+def test_a_host_read_in_part_says_what_is_missing() -> None:
+    lost = Finding(code="GPU_LOST", severity=Severity.CRITICAL, host="gpu01", gpu=3, summary="GPU 3 is lost")
+    host = HostReport(host="gpu01", address=None, status=HostStatus.PARTIAL, readings=NodeReadings(gpus=(_gpu(0),)),
+                      findings=(lost, _busy_low("gpu01", 0)))
+    table = render_html(_report(host)).split('<table id="not-read">')[1].split("</table>")[0]
+    assert "<td>partial</td>" in table and "GPU_LOST (GPU 3): GPU 3 is lost" in table and "BUSY" not in table
+
+
+def test_a_flagged_gpu_is_nudged_sideways_not_out_of_the_region() -> None:
+    s = CheckSettings()
+    gpus = tuple(_gpu(i, power_w=700.0 * (s.low_power_pct - 1) / 100) for i in range(8))  # just inside
+    svg = scatter_svg(_report(_node("gpu01", gpus, tuple(_busy_low("gpu01", i) for i in range(8)))))
+    top = float(re.search(r'<rect class="busy-low-power" x="[\d.]+" y="([\d.]+)"', svg).group(1))  # type: ignore[union-attr]
+    assert all(y >= top for _, y in _centres(svg))
