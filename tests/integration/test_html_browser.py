@@ -65,7 +65,7 @@ class Seen:
     shaded: int = 0
 
 
-_MARKS_JS = """() => [...document.querySelectorAll('#scatter .gpu')].map(m => {
+_MARKS_JS = """chart => [...document.querySelectorAll(`#${chart} .gpu`)].map(m => {
   const r = m.getBoundingClientRect();
   return {host: m.dataset.host, gpu: Number(m.dataset.gpu), flagged: m.classList.contains('flagged'),
           tag: m.tagName, x: r.x + r.width / 2, y: r.y + r.height / 2,
@@ -73,8 +73,9 @@ _MARKS_JS = """() => [...document.querySelectorAll('#scatter .gpu')].map(m => {
 })"""
 
 
-def look(page_file: Path, width: int, screenshot: Path) -> Seen:
-    """Open ``page_file`` at ``width`` pixels in headless chromium, with console and request listeners."""
+def look(page_file: Path, width: int, screenshot: Path, chart: str = "scatter") -> Seen:
+    """Open ``page_file`` at ``width`` pixels in headless chromium, with console and request listeners; the
+    marks of the chart ``#chart``."""
     playwright = pytest.importorskip("playwright.sync_api", reason="Playwright not installed: pip install playwright")
     if CHROMIUM is None:
         pytest.skip("chromium not installed: apt-get install chromium")
@@ -87,7 +88,7 @@ def look(page_file: Path, width: int, screenshot: Path) -> Seen:
             page.on("console", lambda m: seen.problems.append(m.text) if m.type in ("error", "warning") else None)
             page.on("pageerror", lambda e: seen.problems.append(str(e)))
             page.goto(page_file.as_uri(), wait_until="load")
-            for m in page.evaluate(_MARKS_JS):
+            for m in page.evaluate(_MARKS_JS, chart):
                 seen.marks.append((m["host"], m["gpu"]))
                 if m["flagged"]:
                     seen.flagged.append((m["host"], m["gpu"]))
@@ -95,7 +96,7 @@ def look(page_file: Path, width: int, screenshot: Path) -> Seen:
                 seen.centres.append((m["x"], m["y"]))
                 seen.titles.append(m["title"])
             seen.overflow_px = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
-            seen.shaded = page.locator("#scatter rect.busy-low-power").count()
+            seen.shaded = page.locator(f"#{chart} rect.busy-low-power, #{chart} rect.starved").count()
             page.screenshot(path=str(screenshot))
         finally:
             browser.close()
@@ -151,3 +152,38 @@ def test_demo_html_report_in_headless_chromium(tmp_path: Path) -> None:
         check(seen, page_file, plotted, flagged)
     if os.environ.get("GPUDIAG_UPDATE_SCREENSHOT") == "1":
         shutil.copyfile(tmp_path / "demo-1400.png", DOCS_PICTURE)
+
+
+H200 = REPO / "tests" / "data" / "h200_580.159_processes"
+WORKLOADS = ("idle", "spin", "tiny_graph", "gemv", "copy", "small_gemm", "gemm", "eager_decode")
+
+
+def test_sm_activity_chart_in_headless_chromium(tmp_path: Path) -> None:
+    """Where SM activity was measured (the real H200's NVML GPM recordings, one host per workload, through the
+    parser and the checks): the second chart has one mark per measured GPU, the starved ones flagged."""
+    from gpudiag.checks import CheckSettings, evaluate
+    from gpudiag.collect.parse import parse_probe
+    from gpudiag.model import HostReport, HostStatus, SweepReport
+    from gpudiag.report import OutputFormat, render
+
+    hosts = []
+    for workload in WORKLOADS:
+        readings = parse_probe(json.loads((H200 / f"{workload}_nvml.json").read_text()))
+        found = evaluate(workload, HostStatus.OK, None, readings, CheckSettings())
+        hosts.append(HostReport(host=workload, address=None, status=HostStatus.OK, readings=readings,
+                                findings=tuple(found)))
+    report = SweepReport(started_at="2026-01-01T00:00:00Z", duration_s=1.0, hosts=tuple(hosts),
+                         settings=CheckSettings())
+    page_file = tmp_path / "gpm.html"
+    page_file.write_text(render(report, OutputFormat.HTML))
+    document = json.loads(render(report, OutputFormat.JSON))
+    plotted, flagged = plotted_and_flagged(document)
+    measured = sorted((h["host"], g["index"]) for h in document["hosts"] for g in h["gpus"]
+                      if g["sm_active_pct"] is not None)
+    assert len(measured) == 7 and ("idle", 0) not in measured  # idle: GPM gave no sample
+    assert flagged == [("eager_decode", 0), ("small_gemm", 0), ("spin", 0), ("tiny_graph", 0)]
+    for width in WIDTHS:
+        check(look(page_file, width, tmp_path / f"gpm-{width}.png"), page_file, plotted, flagged)
+        seen = look(page_file, width, tmp_path / f"gpm-activity-{width}.png", chart="sm-activity")
+        check(seen, page_file, measured, flagged)
+        assert any(t.startswith("spin GPU 0 ") and "SM activity 0.76% (nvml gpm)" in t for t in seen.titles)

@@ -270,7 +270,8 @@ def render_html(report: SweepReport, changes: ChangeSet | None = None, trends: T
         charts += f"<figure>{activity}</figure>"
     activity_note = (f"<p>SM activity measured on {measured} GPU{'s' if measured != 1 else ''} (right): a busy "
                      "GPU whose SMs are barely active is starved whatever its power."
-                     + (f" {activity_moved} marks nudged apart." if activity_moved else "") + "</p>"
+                     + (f" {activity_moved} mark{'s' if activity_moved != 1 else ''} nudged apart."
+                        if activity_moved else "") + "</p>"
                      if activity else "")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -278,7 +279,8 @@ def render_html(report: SweepReport, changes: ChangeSet | None = None, trends: T
             "img-src data:\"><title>gpudiag sweep " + escape(report.started_at) + "</title><style>" + _CSS
             + "</style></head><body><h1>gpudiag sweep</h1>" + _summary(report)
             + "<h2>Findings</h2>" + _findings(report) + _not_read(report)
-            + "<h2>Utilization against power</h2>" + f'<div class="charts">{charts}</div>' + _legend(report) + note
+            + f"<h2>{'Utilization and SM activity' if activity else 'Utilization'} against power</h2>"
+            + f'<div class="charts">{charts}</div>' + _legend(report) + note
             + _region(report, moved) + activity_note
             + _changes(changes) + _trends(trends)
             + "<h2>Hosts</h2>" + _hosts(report) + "<h2>Thresholds</h2>" + _settings(report) + "</body></html>")
