@@ -196,30 +196,28 @@ def _settings(report: SweepReport) -> str:
     return f'<table id="settings"><tr><th>setting</th><th>value</th><th></th></tr>{"".join(rows)}</table>'
 
 
+_STATE_ORDER = {"new": 0, "resolved": 1}  # then the rest (ongoing, carried), each by severity, host and code
+
+
 def _changes(changes: ChangeSet | None) -> str:
-    """What changed since the last run: one row per state, code, severity, host and streak, its GPUs folded."""
+    """What changed since the last run: one row per state, severity, host, code and streak, its GPUs folded."""
     if changes is None:
         return ""
-    groups: dict[tuple[str, str, str, str, str, int], list[int | None]] = defaultdict(list)
-    severities: dict[tuple[str, str, str, str, str, int], Severity] = {}
+    groups: dict[tuple[int, int, str, str, str, str, int], tuple[Severity, list[int | None]]] = {}
     for c in changes.findings:
         f = c.finding
-        key = (c.state.value + (" (flapping)" if c.flapping else ""), f.host, f.code, f.severity.label, f.since,
-               f.runs)
-        groups[key].append(f.gpu)
-        severities[key] = f.severity
-    order = {"new": 0, "resolved": 1}
-    rows = "".join(f'<tr><td>{state}</td><td>{_sev(severities[key])}</td><td class="nowrap">{escape(host)}</td>'
-                   f'<td class="gpus">{_gpus(gpus)}</td><td class="nowrap">{escape(code)}</td><td>{escape(since)}</td>'
-                   f"<td>{runs}</td></tr>"
-                   for key, gpus in sorted(groups.items(), key=lambda g: (order.get(g[0][0].split()[0], 2),
-                                                                           -severities[g[0]].rank, g[0][1:3]))
-                   for state, host, code, _, since, runs in (key,))
+        state = c.state.value + (" (flapping)" if c.flapping else "")
+        key = (_STATE_ORDER.get(c.state.value, 2), -f.severity.rank, f.host, f.code, state, f.since, f.runs)
+        groups.setdefault(key, (f.severity, []))[1].append(f.gpu)
+    rows = "".join(f'<tr><td>{state}</td><td>{_sev(severity)}</td><td class="nowrap">{escape(host)}</td>'
+                   f'<td class="gpus">{_gpus(gpus)}</td><td class="nowrap">{escape(code)}</td>'
+                   f"<td>{escape(since)}</td><td>{runs}</td></tr>"
+                   for (_, _, host, code, state, since, runs), (severity, gpus) in sorted(groups.items()))
     since = escape(changes.previous_started_at or "no earlier run")
     return (f"<h2>Since the last run ({since})</h2>" + (
-        f'<div class="wide"><table id="changes"><tr><th>state</th><th>severity</th><th>host</th><th>GPUs</th>'
-        "<th>code</th>"
-        f"<th>since</th><th>runs</th></tr>{rows}</table></div>" if rows else "<p>No findings, before or now.</p>"))
+        '<div class="wide"><table id="changes"><tr><th>state</th><th>severity</th><th>host</th><th>GPUs</th>'
+        f"<th>code</th><th>since</th><th>runs</th></tr>{rows}</table></div>" if rows
+        else "<p>No findings, before or now.</p>"))
 
 
 SPARK_W, SPARK_H = 160, 28
