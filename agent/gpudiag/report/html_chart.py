@@ -88,7 +88,7 @@ def knee_x(knee: float) -> Callable[[float], float]:
     return x
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Mark:
     """One GPU on a chart: where its reading puts it, what the hover says, whether a check flagged it."""
 
@@ -246,9 +246,9 @@ def scatter_chart(report: SweepReport) -> tuple[str, int]:
             util, share = point
             found = codes.get((host.host, gpu.index), ())
             what = f"{util:g}% utilization, {share:g}% of its enforced power limit"
-            marks.append(Mark(host.host, gpu.index, gpu.sm or "unknown", util, share,
-                              _title(host.host, gpu, what, found, "" if found else _why_not(gpu, util, share, s)),
-                              found))
+            marks.append(Mark(host=host.host, index=gpu.index, sm=gpu.sm or "unknown", x_pct=util, y_pct=share,
+                              title=_title(host.host, gpu, what, found,
+                                           "" if found else _why_not(gpu, util, share, s)), codes=found))
     body = [f'<rect class="busy-low-power" x="{x(busy):.1f}" y="{_y(low):.1f}" width="{x(100) - x(busy):.1f}" '
             f'height="{_y(0) - _y(low):.1f}" fill="#d55e00" fill-opacity="0.12" stroke="#d55e00" '
             f'stroke-dasharray="4 3"><title>BUSY_LOW_POWER: utilization at least {busy:g}% and power under '
@@ -278,8 +278,8 @@ def sm_activity_svg(report: SweepReport) -> tuple[str, int, int]:
             what = (f"SM activity {gpu.sm_active_pct:g}% ({gpu.sm_activity_from or 'measured'}), {share:g}% of "
                     f"its enforced power limit, utilization "
                     f"{'not reported' if gpu.utilization_pct is None else f'{gpu.utilization_pct:g}%'}")
-            marks.append(Mark(host.host, gpu.index, gpu.sm or "unknown", gpu.sm_active_pct, share,
-                              _title(host.host, gpu, what, found, ""), found))
+            marks.append(Mark(host=host.host, index=gpu.index, sm=gpu.sm or "unknown", x_pct=gpu.sm_active_pct,
+                              y_pct=share, title=_title(host.host, gpu, what, found, ""), codes=found))
     if not marks:
         return "", 0, 0
     starved = s.starved_sm_activity_pct
