@@ -9,7 +9,8 @@ the fingerprint does not.
 
 A host that did not answer this run cannot say its GPUs are well again: the findings it had stay open,
 ``carried`` (not verified this run), and are not ``resolved``; HOST_UNREACHABLE itself is new, and resolved
-when the host comes back.
+when the host comes back. A host outside this run's scope (not selected: ``--exclude``, ``--limit``,
+``--shard``, a Slurm selection) is not looked at: it is compared again when a run sweeps it.
 """
 
 from __future__ import annotations
@@ -38,10 +39,26 @@ def _changes(presence: Iterable[bool]) -> int:
     return sum(1 for a, b in zip(seq, seq[1:], strict=False) if a != b)
 
 
+def _last_sweeps(hosts: Iterable[str], past: tuple[PastRun, ...]) -> dict[str, PastRun]:
+    """host → the most recent recorded run that swept it (had it in its scope)."""
+    out: dict[str, PastRun] = {}
+    for run in reversed(past):
+        for host in hosts:
+            if host not in out and host in run.host_status:
+                out[host] = run
+    return out
+
+
 def compare(report: SweepReport, past: tuple[PastRun, ...], rule: FlapRule = FlapRule()) -> ChangeSet:
-    """This run against the recorded ones (``past``: most recent last, at least the last ``rule.window``)."""
-    last = past[-1] if past else None
-    previous = {f.fingerprint: f for f in last.findings} if last else {}
+    """This run against the recorded ones (``past``: most recent last, at least the last ``rule.window``, and
+    the last run that swept each host of this one).
+
+    Each host is compared with the last run that swept it, so a run that swept only some hosts (``--exclude``,
+    ``--limit``, ``--shard``, a Slurm selection) says nothing about the others: their findings are neither
+    resolved nor carried, and their streaks continue when a later run sweeps them again."""
+    scope = [h.host for h in report.hosts]
+    last_of = _last_sweeps(scope, past)
+    previous = {f.fingerprint: f for host, run in last_of.items() for f in run.findings if f.host == host}
     keys = gpu_keys(report)
     now_open: dict[str, OpenFinding] = {}
     for host in report.hosts:
@@ -57,29 +74,30 @@ def compare(report: SweepReport, past: tuple[PastRun, ...], rule: FlapRule = Fla
             now_open[fp] = dataclasses.replace(before, runs=before.runs + 1, carried=True)
 
     window = past[-(rule.window - 1):] if rule.window > 1 else ()
-    history = [{f.fingerprint for f in run.findings} for run in window]
 
-    def flaps(fp: str, with_now: bool) -> bool:
-        runs = [fp in s for s in history] + ([fp in now_open] if with_now else [])
-        return _changes(runs) >= rule.changes
+    def flaps(fp: str, host: str, with_now: bool) -> bool:
+        # Only the runs that swept the host count: a run of another shard did not look at it.
+        runs = [any(f.fingerprint == fp for f in run.findings) for run in window if host in run.host_status]
+        return _changes(runs + ([fp in now_open] if with_now else [])) >= rule.changes
 
     changes = []
     for fp, finding in now_open.items():
         state = ChangeState.ONGOING if fp in previous else ChangeState.NEW
-        changes.append(_change(state, finding, flaps(fp, True), flaps(fp, False)))
+        changes.append(_change(state, finding, flaps(fp, finding.host, True), flaps(fp, finding.host, False)))
     for fp, before in previous.items():
         if fp not in now_open:
-            changes.append(_change(ChangeState.RESOLVED, before, flaps(fp, True), flaps(fp, False)))
+            changes.append(_change(ChangeState.RESOLVED, before, flaps(fp, before.host, True),
+                                   flaps(fp, before.host, False)))
     hosts = []
-    if last is not None:
-        for host in report.hosts:
-            was = last.host_status.get(host.host)
-            was_answering = was in ("ok", "partial")
-            if was is not None and was_answering != host.status.answered:
-                hosts.append(HostChange(host=host.host, status=host.status.value, previous_status=was,
-                                        came_back=host.status.answered))
+    for host in report.hosts:
+        was = last_of[host.host].host_status.get(host.host) if host.host in last_of else None
+        was_answering = was in ("ok", "partial")
+        if was is not None and was_answering != host.status.answered:
+            hosts.append(HostChange(host=host.host, status=host.status.value, previous_status=was,
+                                    came_back=host.status.answered))
     order = {s: i for i, s in enumerate(ChangeState)}
     changes.sort(key=lambda c: (order[c.state], -c.finding.severity.rank, c.finding.fingerprint))
+    last = max(last_of.values(), key=lambda r: r.run_id) if last_of else None
     return ChangeSet(started_at=report.started_at, previous_started_at=last.started_at if last else None,
                      findings=tuple(changes), hosts=tuple(hosts))
 

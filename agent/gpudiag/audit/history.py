@@ -182,7 +182,7 @@ class History:
         now = dt.datetime.now(dt.timezone.utc).timestamp() if now_s is None else now_s
 
         def work() -> RecordedRun:
-            changes = compare(report, self._past(flap.window), flap)
+            changes = compare(report, self._past(flap.window, [h.host for h in report.hosts]), flap)
             run_id = self._insert(report, changes, now)
             pruned = 0
             if keep_days is not None:
@@ -228,10 +228,20 @@ class History:
 
     # ------------------------------------------------------------------------------------ reading
 
-    def _past(self, count: int) -> tuple[PastRun, ...]:
-        rows = self._db.execute("SELECT id, started_at FROM runs ORDER BY id DESC LIMIT ?",
-                                (max(count, 1),)).fetchall()
-        return tuple(self._run(int(run_id), started_at) for run_id, started_at in reversed(rows))
+    def _past(self, count: int, scope: Iterable[str] = ()) -> tuple[PastRun, ...]:
+        """The last ``count`` runs and, for each host of ``scope``, the last run that swept it (a run records
+        the hosts it swept: its scope), oldest first."""
+        ids = {int(r[0]) for r in self._db.execute("SELECT id FROM runs ORDER BY id DESC LIMIT ?",
+                                                    (max(count, 1),))}
+        hosts = sorted(set(scope))
+        for start in range(0, len(hosts), 500):  # SQLite's limit on bound parameters
+            chunk = hosts[start:start + 500]
+            ids.update(int(r[0]) for r in self._db.execute(
+                f"SELECT max(run_id) FROM hosts WHERE host IN ({','.join('?' * len(chunk))}) GROUP BY host",
+                chunk))
+        rows = self._db.execute(f"SELECT id, started_at FROM runs WHERE id IN ({','.join('?' * len(ids))}) "
+                                "ORDER BY id", sorted(ids)).fetchall() if ids else []
+        return tuple(self._run(int(run_id), started_at) for run_id, started_at in rows)
 
     def _run(self, run_id: int, started_at: str) -> PastRun:
         status = dict(self._db.execute("SELECT host, status FROM hosts WHERE run_id = ?", (run_id,)).fetchall())

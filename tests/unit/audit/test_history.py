@@ -30,7 +30,30 @@ def test_fingerprints_use_uuids_unless_masked_or_repeated() -> None:
                                findings=[finding(host="a", gpu=3), finding(host="a", gpu=None, code="XID",
                                                                            evidence={"xid": 79, "pci": "2b"})]))
     assert [fp for fp, _, _ in fingerprints(report.hosts[0], gpu_keys(report))] == [
-        "a|uuid:GPU-5f1b2c3d|BUSY_LOW_POWER", "a|-|XID|79/2b"]
+        "a|uuid:GPU-5f1b2c3d|BUSY_LOW_POWER", "a|-|XID|xid:79/2b"]
+
+
+def test_fingerprints_name_no_path_that_changes_between_runs() -> None:
+    """An Xid is known by its GPU and code, not the log it was read from; a configured log by the path as
+    configured; a log found through a process by its server and file name, not its folder or the pid."""
+    def fps(*findings: object, gpu_uuid: str = "GPU-5f1b2c3d") -> list[str]:
+        report = at(0, host_report("a", gpus=[gpu(index=4, uuid=gpu_uuid)], findings=list(findings)))
+        return [fp for fp, _, _ in fingerprints(report.hosts[0], gpu_keys(report))]
+
+    for folder in ("/tmp/gpudiag-demo-abc123", "/tmp/gpudiag-demo-zz9"):
+        assert fps(finding(host="a", gpu=4, code="XID", evidence={"xid": 63, "pci": "0000:9d:00",
+                                                                   "log": f"{folder}/kern.log"}),
+                   finding(host="a", gpu=None, code="LOG_SIGNATURE",
+                           evidence={"log": f"{folder}/sglang.log", "found_server": "SGLang", "signature": "oom"}),
+                   finding(host="a", gpu=None, code="LOG_SIGNATURE",
+                           evidence={"log": "/proc/4312/fd/1", "found_server": "vLLM", "signature": "oom"}),
+                   finding(host="a", gpu=None, code="LOG_SIGNATURE",
+                           evidence={"log": "~/serve.log", "signature": "oom"})) == [
+            "a|uuid:GPU-5f1b2c3d|XID|xid:63", "a|-|LOG_SIGNATURE|SGLang:sglang.log/oom",
+            "a|-|LOG_SIGNATURE|vLLM:1/oom", "a|-|LOG_SIGNATURE|~/serve.log/oom"]
+    pid_changed = finding(host="a", gpu=None, code="LOG_SIGNATURE",
+                          evidence={"log": "/proc/9999/fd/1", "found_server": "vLLM", "signature": "oom"})
+    assert fps(pid_changed) == ["a|-|LOG_SIGNATURE|vLLM:1/oom"]
 
 
 def test_new_ongoing_resolved_across_runs(tmp_path: Path) -> None:
