@@ -217,6 +217,7 @@ def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, c
             now = clock()
             chosen, again = (to_send(changes, history.last_sent(), options.renotify_s, now) if to
                              else (changes.announced, frozenset()))
+            chosen += tuple(c for c in changes.newly_carried if c not in chosen)
             if chosen or changes.hosts:
                 document = changes_document(changes, chosen, again)
             if to and document is not None:

@@ -108,6 +108,12 @@ class ChangeSet:
         return tuple(c for c in self.findings if (c.state is not ChangeState.ONGOING and not c.flapping)
                      or c.became_flapping)
 
+    @property
+    def newly_carried(self) -> tuple[FindingChange, ...]:
+        """The findings carried because their host went away in this run (said once, with the host)."""
+        gone = {h.host for h in self.hosts if not h.came_back}
+        return tuple(c for c in self.findings if c.finding.carried and c.finding.host in gone)
+
     def by_fingerprint(self) -> dict[str, FindingChange]:
         return {c.finding.fingerprint: c for c in self.findings}
 

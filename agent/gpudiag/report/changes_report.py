@@ -47,7 +47,7 @@ def change_kind(change: FindingChange) -> str:
     ``ongoing``: sent again after ``--renotify``)."""
     if change.became_flapping:
         return "flapping"
-    if change.finding.carried:
+    if change.finding.carried and change.state is not ChangeState.RESOLVED:
         return "carried"
     return change.state.value
 

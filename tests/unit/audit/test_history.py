@@ -172,3 +172,40 @@ def test_rows_recorded_before_the_power_object_read_as_new_ones(tmp_path: Path) 
         (oldest,) = [r for r in history.gpu_rows("gpu01", "1") if r["run"] == run_id]
         assert oldest["readings"]["power"] == {"watts": power["watts"], "pct_of_limit": power["pct_of_limit"]}
         assert "power_watts" not in oldest["readings"]
+
+
+def two_hosts(minute: int, *hosts: str, fault_on: tuple[str, ...] = ("gpu01", "gpu02")) -> object:
+    return at(minute, *(host_report(h, gpus=[gpu(index=0, uuid=f"GPU-{h}-0")],
+                                    findings=[finding(host=h, gpu=0)] if h in fault_on else [])
+                        for h in hosts))
+
+
+def test_a_run_that_did_not_select_a_host_leaves_its_findings_untouched(tmp_path: Path) -> None:
+    """--exclude / --limit / --shard: the host not swept is neither resolved nor carried; when a later run
+    sweeps it again its streak goes on (since, runs) and nothing is new."""
+    with History.open(tmp_path / "h.sqlite") as history:
+        first = history.record(two_hosts(0, "gpu01", "gpu02"), now_s=T0).changes  # type: ignore[arg-type]
+        assert states(first) == [("new", "BUSY_LOW_POWER")] * 2
+        partial = history.record(two_hosts(5, "gpu01"), now_s=T0).changes  # type: ignore[arg-type]
+        assert states(partial) == [("ongoing", "BUSY_LOW_POWER")] and partial.announced == ()
+        assert [c.finding.host for c in partial.findings] == ["gpu01"] and partial.hosts == ()
+        other = history.record(two_hosts(10, "gpu02", fault_on=()), now_s=T0).changes  # type: ignore[arg-type]
+        assert [(c.state.value, c.finding.host, c.finding.runs) for c in other.findings] == [
+            ("resolved", "gpu02", 1)]  # compared with run 1, the last that swept gpu02
+        full = history.record(two_hosts(15, "gpu01", "gpu02", fault_on=("gpu01",)),  # type: ignore[arg-type]
+                              now_s=T0).changes
+        assert [(c.state.value, c.finding.host, c.finding.since, c.finding.runs) for c in full.findings] == [
+            ("ongoing", "gpu01", "2025-06-01T12:00:00Z", 3)]
+        assert full.announced == () and full.previous_started_at == "2025-06-01T12:10:00Z"
+
+
+def test_shards_in_turn_never_flap_nor_resolve_each_other(tmp_path: Path) -> None:
+    """Two shards of one job array, alternating on one history: each host is compared only with the runs that
+    swept it, so nothing flaps or resolves; the runs of the other shard do not count in the flap window."""
+    with History.open(tmp_path / "h.sqlite") as history:
+        for minute in range(0, 60, 5):
+            host = "gpu01" if minute % 10 == 0 else "gpu02"
+            changes = history.record(two_hosts(minute, host), flap=FlapRule(changes=2, window=10),  # type: ignore[arg-type]
+                                     now_s=T0).changes
+            expected = "new" if minute < 10 else "ongoing"
+            assert [(c.state.value, c.flapping) for c in changes.findings] == [(expected, False)], minute
