@@ -95,6 +95,7 @@ def test_four_shards_at_once_record_four_runs_and_a_full_run_after_reports_no_ch
     assert [err for _, err in outs] == [""] * 4
     with sqlite3.connect(history) as db:
         assert db.execute("SELECT count(*) FROM runs").fetchone() == (4,)
+        assert sorted(s for (s,) in db.execute("SELECT selection FROM runs")) == [f"--shard {i}/4" for i in range(1, 5)]
         swept = [host for (host,) in db.execute("SELECT host FROM hosts")]
     assert len(swept) == len(set(swept)) == 6  # each shard recorded only its own hosts, none twice
     documents = [json.loads(out) for out, _ in outs if out]

@@ -77,6 +77,9 @@ class AuditOptions:
     renotify_s: float | None = None  # --renotify 12h: send a finding still open again after this long
     prom_file: Path | None = None  # --prom-file PATH
     output: Path | None = None  # --output FILE: the report, any format
+    # The options that chose the run's hosts, as given ("--exclude", "gpu07", "--shard", "1/4"): kept with the
+    # run in the history. Empty: every host of the source.
+    selection: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -199,7 +202,8 @@ def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, c
     try:
         if options.history is not None:
             history = History.open(options.history, lock_wait_s=options.lock_wait_s)
-            recorded = history.record(report, flap=options.flap, keep_days=options.keep_days, now_s=clock())
+            recorded = history.record(report, flap=options.flap, keep_days=options.keep_days, now_s=clock(),
+                                      selection=options.selection)
             changes, run_id = recorded.changes, recorded.run_id
         text = _render(report, output, changes, run_id, options, color, history, extra, tail)
         if options.output is not None:

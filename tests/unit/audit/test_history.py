@@ -209,3 +209,25 @@ def test_shards_in_turn_never_flap_nor_resolve_each_other(tmp_path: Path) -> Non
                                      now_s=T0).changes
             expected = "new" if minute < 10 else "ongoing"
             assert [(c.state.value, c.flapping) for c in changes.findings] == [(expected, False)], minute
+
+
+def test_a_version_2_file_reads_before_and_after_the_scope_migration(tmp_path: Path) -> None:
+    """Schema 3 adds each run's selection: a version 2 file still lists its runs in `gpudiag history` before
+    any write, a run migrates it in place (the old runs kept), and the file the current code wrote opens again."""
+    path = tmp_path / "v2.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(MIGRATIONS[0] + "; " + MIGRATIONS[1] + "; PRAGMA user_version = 2;"
+                     "INSERT INTO runs (id, started_at, started_at_s, exit_code, recorded_at_s) "
+                     f"VALUES (1, '2025-06-01T11:55:00Z', {T0 - 300}, 0, {T0 - 300});"
+                     "INSERT INTO hosts VALUES (1, 'gpu01', NULL, 'ok', NULL, 1.0);")
+    db.close()
+    with History.open(path) as history:
+        assert [(r["run"], r["hosts"], r["selection"]) for r in history.runs()] == [(1, 1, None)]
+        assert history.version() == 2
+        history.record(healthy(0), now_s=T0, selection=("--exclude", "gpu02", "--shard", "1/4"))
+        assert history.version() == HISTORY_SCHEMA == 3
+    with History.open(path) as history:
+        assert [(r["run"], r["selection"]) for r in history.runs()] == [
+            (2, "--exclude gpu02 --shard 1/4"), (1, None)]
+        assert history.record(healthy(5), now_s=T0).changes.findings == ()
+        assert history.runs()[0]["selection"] is None
