@@ -42,10 +42,10 @@ def _changes(presence: Iterable[bool]) -> int:
 def _last_sweeps(hosts: Iterable[str], past: tuple[PastRun, ...]) -> dict[str, PastRun]:
     """host → the most recent recorded run that swept it (had it in its scope)."""
     out: dict[str, PastRun] = {}
+    wanted = set(hosts)
     for run in reversed(past):
-        for host in hosts:
-            if host not in out and host in run.host_status:
-                out[host] = run
+        for host in wanted.intersection(run.host_status):
+            out.setdefault(host, run)
     return out
 
 
@@ -58,7 +58,12 @@ def compare(report: SweepReport, past: tuple[PastRun, ...], rule: FlapRule = Fla
     resolved nor carried, and their streaks continue when a later run sweeps them again."""
     scope = [h.host for h in report.hosts]
     last_of = _last_sweeps(scope, past)
-    previous = {f.fingerprint: f for host, run in last_of.items() for f in run.findings if f.host == host}
+    hosts_of: dict[int, set[str]] = {}
+    for host, run in last_of.items():
+        hosts_of.setdefault(run.run_id, set()).add(host)
+    runs_by_id = {run.run_id: run for run in last_of.values()}
+    previous = {f.fingerprint: f for run_id, chosen in hosts_of.items() for f in runs_by_id[run_id].findings
+                if f.host in chosen}
     keys = gpu_keys(report)
     now_open: dict[str, OpenFinding] = {}
     for host in report.hosts:
@@ -74,10 +79,11 @@ def compare(report: SweepReport, past: tuple[PastRun, ...], rule: FlapRule = Fla
             now_open[fp] = dataclasses.replace(before, runs=before.runs + 1, carried=True)
 
     window = past[-(rule.window - 1):] if rule.window > 1 else ()
+    history = [(run.host_status, {f.fingerprint for f in run.findings}) for run in window]
 
     def flaps(fp: str, host: str, with_now: bool) -> bool:
         # Only the runs that swept the host count: a run of another shard did not look at it.
-        runs = [any(f.fingerprint == fp for f in run.findings) for run in window if host in run.host_status]
+        runs = [fp in open_then for swept, open_then in history if host in swept]
         return _changes(runs + ([fp in now_open] if with_now else [])) >= rule.changes
 
     changes = []
