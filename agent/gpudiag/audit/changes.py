@@ -59,8 +59,8 @@ def compare(report: SweepReport, past: tuple[PastRun, ...], rule: FlapRule = Fla
     scope = [h.host for h in report.hosts]
     last_of = _last_sweeps(scope, past)
     hosts_of: dict[int, set[str]] = {}
-    for host, run in last_of.items():
-        hosts_of.setdefault(run.run_id, set()).add(host)
+    for name, run in last_of.items():
+        hosts_of.setdefault(run.run_id, set()).add(name)
     runs_by_id = {run.run_id: run for run in last_of.values()}
     previous = {f.fingerprint: f for run_id, chosen in hosts_of.items() for f in runs_by_id[run_id].findings
                 if f.host in chosen}
