@@ -2,10 +2,11 @@
 it came back; flapping findings named as such. Pure: the values are :mod:`gpudiag.model.changes`; the history
 (:mod:`gpudiag.audit.history`) reads the past runs and hands them here as :class:`PastRun` values.
 
-A finding is known across runs by its **fingerprint** (:func:`fingerprint`): the host, the GPU (its UUID, or
-``index:N`` where the UUID is missing, masked or repeated) and the code, plus the log signature or Xid that
-tells apart several findings of one code on one GPU. The summary and the numbers may change from run to run;
-the fingerprint does not.
+A finding is known across runs by its **fingerprint** (:func:`gpudiag.model.changes.fingerprints`): the host,
+the GPU (its UUID, or ``index:N`` where the UUID is missing, masked or repeated) and the code, plus what tells
+apart several findings of one code: an Xid's code, or the log (as configured, or a found log's server and file
+name: :func:`gpudiag.model.changes.log_identity`) and its signature. The summary and the numbers may change
+from run to run, and so may a temporary folder or a pid; the fingerprint does not.
 
 A host that did not answer this run cannot say its GPUs are well again: the findings it had stay open,
 ``carried`` (not verified this run), and are not ``resolved``; HOST_UNREACHABLE itself is new, and resolved
