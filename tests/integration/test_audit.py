@@ -103,6 +103,28 @@ def test_run_record_change_resolve_and_notify(small_cluster, tmp_path: Path, web
     assert table.returncode == 0 and table.stdout.splitlines()[0].split()[:3] == ["run", "started", "exit"]
 
 
+def test_workers_and_a_partial_run_change_nothing_over_real_ssh(small_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """--workers 2 sweeps the same hosts as one process: no change; --exclude node-b leaves node-b's findings
+    untouched (not resolved); a full run after them reports no change and node-b's streak went on."""
+    cluster, hosts_json = small_cluster
+    history = tmp_path / "history.sqlite"
+    args = ("sweep", "-i", str(inventory(cluster, tmp_path)), "--samples", "1", "--interval", "0",
+            "--history", str(history), "--only-changes")
+    play(hosts_json, {"127.0.0.3": "case_study"})
+    try:
+        first = cli(*args)
+        assert first.returncode == 1 and "node-b GPU" in first.stdout, first.stderr
+        for extra in (("--workers", "2"), ("--exclude", "node-b"), ()):
+            done = cli(*args, *extra)
+            assert (done.returncode, done.stdout, done.stderr) == (1 if "node-b" not in extra else 0, "", ""), extra
+    finally:
+        play(hosts_json, NODES)
+    with sqlite3.connect(history) as db:
+        runs = [r for (r,) in db.execute("SELECT DISTINCT runs FROM findings WHERE run_id = 4 AND host = 'node-b'")]
+        swept = [n for (n,) in db.execute("SELECT count(*) FROM hosts GROUP BY run_id ORDER BY run_id")]
+    assert runs == [3] and swept == [2, 2, 1, 2]  # runs 1, 2 and 4 swept node-b: its streak is 3 runs
+
+
 def test_a_locked_history_fails_with_one_line_and_exit_3(small_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     cluster, hosts_json = small_cluster
     play(hosts_json, NODES)

@@ -98,3 +98,24 @@ def test_apprise_delivers_other_schemes(tmp_path: Path, webhook: Webhook) -> Non
     assert body["title"] == "gpudiag: 1 new, 0 resolved, 0 still open"
     sent = json.loads(body["message"])
     assert [(f["state"], f["code"]) for f in sent["findings"]] == [("new", "ECC_UNCORRECTED")]
+
+
+def test_only_changes_json_is_the_webhook_body_with_every_change_in_one_list(tmp_path: Path,
+                                                                             webhook: Webhook) -> None:
+    """--only-changes --format json prints the very document the webhook receives; its ``changes`` list holds
+    every change: the new finding, then (the host gone) the carried one and host_gone, then host_back and the
+    resolved one."""
+    options = AuditOptions(history=tmp_path / "h.sqlite", notify_urls=(webhook.url,), only_changes=True)
+    as_json = OutputRequest(format=OutputFormat.JSON)
+    gone = SweepReport(started_at="2025-06-01T12:05:00Z", duration_s=1.0, hosts=(HostReport(
+        host="gpu01", address=None, status=HostStatus.UNREACHABLE, error="connection refused"),))
+    seen = []
+    for report in (run(0, True), gone, run(10, False)):
+        outcome = audit(report, as_json, options, clock=Clock())
+        assert outcome.stderr == ()
+        assert json.loads(outcome.stdout) == webhook.bodies[-1]
+        seen.append(sorted((c["change"], c["code"] or "") for c in webhook.bodies[-1]["changes"]))
+    assert len(webhook.bodies) == 3
+    assert seen[0] == [("new", "ECC_UNCORRECTED")]
+    assert seen[1] == [("carried", "ECC_UNCORRECTED"), ("host_gone", "")]
+    assert seen[2] == [("host_back", ""), ("resolved", "ECC_UNCORRECTED")]

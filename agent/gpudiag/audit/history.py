@@ -29,7 +29,7 @@ from gpudiag.model.json_codec import encode, plain
 from gpudiag.report.history_table import reading_of
 from gpudiag.report.json_report import power_document
 
-HISTORY_SCHEMA = 2
+HISTORY_SCHEMA = 3
 DEFAULT_LOCK_WAIT_S = 10.0
 
 # Migration N brings a file from version N-1 to N. Never edit one that shipped: add the next.
@@ -56,6 +56,10 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE TABLE notified (fingerprint TEXT PRIMARY KEY, last_sent_s REAL NOT NULL);
     ALTER TABLE runs ADD COLUMN notify_errors TEXT;
+    """,
+    # 3: how each run chose its hosts (its scope: the hosts table lists them; this says why those)
+    """
+    ALTER TABLE runs ADD COLUMN selection TEXT;
     """,
 )
 
@@ -176,14 +180,16 @@ class History:
     # ------------------------------------------------------------------------------------ writing
 
     def record(self, report: SweepReport, *, flap: FlapRule = FlapRule(), keep_days: float | None = None,
-               now_s: float | None = None) -> RecordedRun:
+               now_s: float | None = None, selection: tuple[str, ...] = ()) -> RecordedRun:
         """Compare ``report`` with the last runs, record it, prune runs older than ``keep_days``: one
-        transaction. Raises :class:`HistoryLocked` when another run holds the lock past the wait."""
+        transaction. Raises :class:`HistoryLocked` when another run holds the lock past the wait.
+        ``selection``: the options that chose the run's hosts (``--shard 1/4``), kept with the run; the hosts
+        it swept are its scope."""
         now = dt.datetime.now(dt.timezone.utc).timestamp() if now_s is None else now_s
 
         def work() -> RecordedRun:
-            changes = compare(report, self._past(flap.window), flap)
-            run_id = self._insert(report, changes, now)
+            changes = compare(report, self._past(flap.window, [h.host for h in report.hosts]), flap)
+            run_id = self._insert(report, changes, now, selection)
             pruned = 0
             if keep_days is not None:
                 pruned = self._db.execute("DELETE FROM runs WHERE started_at_s < ? AND id != ?",
@@ -193,11 +199,12 @@ class History:
         result: RecordedRun = self._write(work)
         return result
 
-    def _insert(self, report: SweepReport, changes: ChangeSet, now: float) -> int:
+    def _insert(self, report: SweepReport, changes: ChangeSet, now: float, selection: tuple[str, ...]) -> int:
         db = self._db
-        cursor = db.execute("INSERT INTO runs (started_at, started_at_s, duration_s, exit_code, recorded_at_s) "
-                            "VALUES (?, ?, ?, ?, ?)", (report.started_at, epoch_of(report.started_at),
-                                                       plain(report.duration_s), report.exit_code, now))
+        cursor = db.execute("INSERT INTO runs (started_at, started_at_s, duration_s, exit_code, recorded_at_s, "
+                            "selection) VALUES (?, ?, ?, ?, ?, ?)",
+                            (report.started_at, epoch_of(report.started_at), plain(report.duration_s),
+                             report.exit_code, now, " ".join(selection) or None))
         run_id = int(cursor.lastrowid or 0)
         keys = gpu_keys(report)
         db.executemany("INSERT INTO hosts VALUES (?, ?, ?, ?, ?, ?)",
@@ -228,10 +235,20 @@ class History:
 
     # ------------------------------------------------------------------------------------ reading
 
-    def _past(self, count: int) -> tuple[PastRun, ...]:
-        rows = self._db.execute("SELECT id, started_at FROM runs ORDER BY id DESC LIMIT ?",
-                                (max(count, 1),)).fetchall()
-        return tuple(self._run(int(run_id), started_at) for run_id, started_at in reversed(rows))
+    def _past(self, count: int, scope: Iterable[str] = ()) -> tuple[PastRun, ...]:
+        """The last ``count`` runs and, for each host of ``scope``, the last run that swept it (a run records
+        the hosts it swept: its scope), oldest first."""
+        ids = {int(r[0]) for r in self._db.execute("SELECT id FROM runs ORDER BY id DESC LIMIT ?",
+                                                    (max(count, 1),))}
+        hosts = sorted(set(scope))
+        for start in range(0, len(hosts), 500):  # SQLite's limit on bound parameters
+            chunk = hosts[start:start + 500]
+            ids.update(int(r[0]) for r in self._db.execute(
+                f"SELECT max(run_id) FROM hosts WHERE host IN ({','.join('?' * len(chunk))}) GROUP BY host",
+                chunk))
+        rows = self._db.execute(f"SELECT id, started_at FROM runs WHERE id IN ({','.join('?' * len(ids))}) "
+                                "ORDER BY id", sorted(ids)).fetchall() if ids else []
+        return tuple(self._run(int(run_id), started_at) for run_id, started_at in rows)
 
     def _run(self, run_id: int, started_at: str) -> PastRun:
         status = dict(self._db.execute("SELECT host, status FROM hosts WHERE run_id = ?", (run_id,)).fetchall())
@@ -265,22 +282,25 @@ class History:
         return int(self._db.execute("SELECT count(*) FROM runs").fetchone()[0])
 
     def runs(self, limit: int = 20) -> list[dict[str, Any]]:
-        """The last ``limit`` runs, newest first: id, started_at, exit_code, hosts, open findings, errors."""
-        if self.version() < HISTORY_SCHEMA:
+        """The last ``limit`` runs, newest first: id, started_at, exit_code, hosts, open findings, errors, and
+        ``selection`` (the options that chose its hosts; None: all, or a file from before schema 3)."""
+        version = self.version()
+        if version < 2:
             return []
+        selection = "r.selection" if version >= 3 else "NULL"
         rows = self._db.execute(
             "SELECT r.id, r.started_at, r.duration_s, r.exit_code, r.notify_errors, "
             "(SELECT count(*) FROM hosts h WHERE h.run_id = r.id), "
-            "(SELECT count(*) FROM findings f WHERE f.run_id = r.id) FROM runs r ORDER BY r.id DESC LIMIT ?",
-            (limit,)).fetchall()
+            f"(SELECT count(*) FROM findings f WHERE f.run_id = r.id), {selection} FROM runs r "
+            "ORDER BY r.id DESC LIMIT ?", (limit,)).fetchall()
         return [{"run": r[0], "started_at": r[1], "duration_s": r[2], "exit_code": r[3],
-                 "notify_errors": json.loads(r[4]) if r[4] else [], "hosts": r[5], "open_findings": r[6]}
-                for r in rows]
+                 "notify_errors": json.loads(r[4]) if r[4] else [], "hosts": r[5], "open_findings": r[6],
+                 "selection": r[7]} for r in rows]
 
     def gpu_rows(self, host: str, gpu: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
         """One host's (or one of its GPU's: an index, or a UUID) recorded readings and open findings, per run,
         newest first."""
-        if self.version() < HISTORY_SCHEMA:
+        if self.version() < 2:
             return []
         query = ("SELECT r.id, r.started_at, h.status, g.gpu_key, g.gpu_index, g.readings FROM runs r "
                  "JOIN hosts h ON h.run_id = r.id LEFT JOIN gpus g ON g.run_id = r.id AND g.host = h.host "

@@ -77,6 +77,9 @@ class AuditOptions:
     renotify_s: float | None = None  # --renotify 12h: send a finding still open again after this long
     prom_file: Path | None = None  # --prom-file PATH
     output: Path | None = None  # --output FILE: the report, any format
+    # The options that chose the run's hosts, as given ("--exclude", "gpu07", "--shard", "1/4"): kept with the
+    # run in the history. Empty: every host of the source.
+    selection: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -199,7 +202,8 @@ def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, c
     try:
         if options.history is not None:
             history = History.open(options.history, lock_wait_s=options.lock_wait_s)
-            recorded = history.record(report, flap=options.flap, keep_days=options.keep_days, now_s=clock())
+            recorded = history.record(report, flap=options.flap, keep_days=options.keep_days, now_s=clock(),
+                                      selection=options.selection)
             changes, run_id = recorded.changes, recorded.run_id
         text = _render(report, output, changes, run_id, options, color, history, extra, tail)
         if options.output is not None:
@@ -209,14 +213,20 @@ def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, c
 
             write_atomic(options.prom_file, render_prometheus(report))
         notified: tuple[FindingChange, ...] = ()
+        document: dict[str, object] | None = None  # the change set sent and printed by --only-changes
         to = targets(options.notify_urls, options.notify_cmd)
-        if history is not None and changes is not None and to:
-            now = clock()
-            notified, again = to_send(changes, history.last_sent(), options.renotify_s, now)
-            if notified or changes.hosts:
-                from gpudiag.report.changes_report import changes_document
+        if history is not None and changes is not None:
+            from gpudiag.report.changes_report import changes_document
 
-                failed = send(changes_document(changes, notified, again), to)
+            now = clock()
+            chosen, again = (to_send(changes, history.last_sent(), options.renotify_s, now) if to
+                             else (changes.announced, frozenset()))
+            chosen += tuple(c for c in changes.newly_carried if c not in chosen)
+            if chosen or changes.hosts:
+                document = changes_document(changes, chosen, again)
+            if to and document is not None:
+                notified = chosen
+                failed = send(document, to)
                 errors.extend(failed)
                 sent = () if failed else [c.finding.fingerprint for c in notified
                                            if c.state is not ChangeState.RESOLVED]
@@ -233,7 +243,7 @@ def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, c
     code = report.exit_code
     shown = False
     if options.only_changes:
-        stdout = _only_changes(changes, output.format, options) if changes is not None else ""
+        stdout = _only_changes(changes, document, output.format, options) if changes is not None else ""
     elif output.quiet and (options.output is not None or (code == 0 and not loud)):
         stdout = ""
     elif options.output is not None:
@@ -248,13 +258,16 @@ def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, c
                         notified=notified, report_shown=shown)
 
 
-def _only_changes(changes: ChangeSet, fmt: OutputFormat, options: AuditOptions) -> str:
-    from gpudiag.report.changes_report import changes_document, render_changes
+def _only_changes(changes: ChangeSet, document: Mapping[str, object] | None, fmt: OutputFormat,
+                  options: AuditOptions) -> str:
+    """``--only-changes``: the text lines, or with ``--format json`` the very document the notifications
+    send (nothing when nothing changed)."""
+    from gpudiag.report.changes_report import render_changes
 
     if fmt is OutputFormat.JSON:
-        if not changes.announced and not changes.hosts:
+        if document is None:
             return ""
         from gpudiag.report.json_report import dumps
 
-        return dumps(changes_document(changes, changes.announced))
+        return dumps(document)
     return render_changes(changes, options.flap)

@@ -58,12 +58,18 @@ def log_unreadable(host: str, scan: LogScan) -> tuple[Finding, ...]:
     resolved = f" ({scan.resolved})" if scan.resolved and scan.resolved != scan.path else ""
     summary = f"{_where(scan)}{resolved}: {scan.error or scan.status.value} - its log evidence is missing; {advice}"
     return (Finding(code="LOG_UNREADABLE", severity=Severity.UNKNOWN, host=host, gpu=None, summary=summary,
-                    evidence={"log": scan.path, "resolved": scan.resolved, "status": scan.status.value,
+                    evidence={"log": scan.path, **_found(scan), "resolved": scan.resolved, "status": scan.status.value,
                               "error": scan.error}),)
 
 
+def _found(scan: LogScan) -> dict[str, object]:
+    """A log found through a process, not configured: the server that writes it (the fingerprint names the
+    log by it, not by a path that may hold the process's pid)."""
+    return {"found_server": scan.found_server} if scan.found_from and scan.found_server else {}
+
+
 def _match_evidence(scan: LogScan, match: LogMatch) -> dict[str, object]:
-    return {"log": scan.path, "signature": match.signature, "count": match.count, "older": match.older,
+    return {"log": scan.path, **_found(scan), "signature": match.signature, "count": match.count, "older": match.older,
             "first_line": match.first.text if match.first else None,
             "last_line": match.last.text if match.last else None, **dict(match.values)}
 
@@ -144,7 +150,8 @@ def expectations(host: str, scan: LogScan, source: LogSource) -> tuple[Finding, 
         summary = f"{_where(scan)}: {text}" + (f" - {action}" if action else "")
         findings.append(Finding(
             code="LOG_EXPECTED_ABSENT", severity=SEVERITY[exp.severity], host=host, gpu=None, summary=summary,
-            evidence={"log": scan.path, "expectation": exp.name, "echo": exp.echo, "server_start_line": start,
+            evidence={"log": scan.path, **_found(scan), "expectation": exp.name, "echo": exp.echo,
+                      "server_start_line": start,
                       "lines_after_start": lines_after, "expected": ",".join(exp.expect),
                       **{key: facts.get(key) for key, _ in exp.when},
                       **{name: facts.get(name) for name in _FIELD.findall(exp.meaning + exp.action)

@@ -92,7 +92,23 @@ def audit(given: Mapping[str, Any]) -> AuditOptions | None:
                         flap=FlapRule(changes=given["flap_changes"], window=given["flap_window"]),
                         notify_urls=tuple(given["notify"]), notify_cmd=given["notify_cmd"],
                         renotify_s=parse_duration(renotify) if renotify else None, prom_file=given["prom_file"],
-                        output=given.get("output"))
+                        output=given.get("output"), selection=selection(given))
+
+
+# The options that narrow a run to some hosts (the history keeps them with the run, beside the hosts swept).
+_SELECTING = (("limit", "--limit"), ("exclude", "--exclude"), ("shard", "--shard"),
+              ("slurm_partition", "--slurm-partition"), ("slurm_nodelist", "--slurm-nodelist"),
+              ("slurm_job", "--slurm-job"), ("slurm_state", "--slurm-state"))
+
+
+def selection(given: Mapping[str, Any]) -> tuple[str, ...]:
+    """The host-selecting options given, as words: ``("--exclude", "gpu07", "--shard", "1/4")``."""
+    words: list[str] = []
+    for name, flag in _SELECTING:
+        value = given.get(name)
+        for item in value if isinstance(value, (list, tuple)) else ([] if value is None else [value]):
+            words += [flag, str(item)]
+    return tuple(words)
 
 
 def output(given: Mapping[str, Any], fmt: OutputFormat | None = None, **fixed: Any) -> OutputRequest:

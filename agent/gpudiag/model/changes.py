@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from gpudiag.model import Finding, HostReport, Severity, SweepReport
 
 NO_GPU = "-"  # the GPU part of the key of a host-wide finding
-# Evidence that tells apart several findings of one code on one GPU (a log's signatures, a GPU's Xids).
-_SUBJECT_KEYS = ("log", "signature", "xid", "pci")
+# Evidence that tells apart several findings of one code on one GPU or host: a log's signatures and
+# expectations. An Xid is known by its code (and its PCI address where no GPU of the node has it).
+_SUBJECT_KEYS = ("signature", "expectation")
 _MASKED_UUID_CHARS = frozenset("0-")
 
 
@@ -107,6 +108,12 @@ class ChangeSet:
         return tuple(c for c in self.findings if (c.state is not ChangeState.ONGOING and not c.flapping)
                      or c.became_flapping)
 
+    @property
+    def newly_carried(self) -> tuple[FindingChange, ...]:
+        """The findings carried because their host went away in this run (said once, with the host)."""
+        gone = {h.host for h in self.hosts if not h.came_back}
+        return tuple(c for c in self.findings if c.finding.carried and c.finding.host in gone)
+
     def by_fingerprint(self) -> dict[str, FindingChange]:
         return {c.finding.fingerprint: c for c in self.findings}
 
@@ -136,8 +143,27 @@ def gpu_keys(report: SweepReport) -> dict[tuple[str, int], str]:
     return keys
 
 
+def log_identity(evidence: Mapping[str, object]) -> str | None:
+    """The log a finding comes from, as it stays from run to run: the path as the operator configured it
+    (the inventory's or ``--log``'s entry), or for a log found through a process, the server and the file's
+    name (``SGLang:server.log``; ``SGLang:1`` for a stream read through ``/proc/<pid>/fd/1``), never the
+    folder or the pid, which change between runs."""
+    log = evidence.get("log")
+    if log is None:
+        return None
+    server = evidence.get("found_server")
+    if server is None:
+        return str(log)
+    return f"{server}:{str(log).rstrip('/').rsplit('/', 1)[-1]}"
+
+
 def _subject(finding: Finding) -> str:
-    return "/".join(str(finding.evidence[k]) for k in _SUBJECT_KEYS if k in finding.evidence)
+    evidence = finding.evidence
+    if "xid" in evidence:  # the GPU is in the key already; the log it was read from is not the event
+        return "/".join([f"xid:{evidence['xid']}"]
+                        + ([str(evidence["pci"])] if finding.gpu is None and evidence.get("pci") else []))
+    log = log_identity(evidence)
+    return "/".join(([log] if log else []) + [str(evidence[k]) for k in _SUBJECT_KEYS if k in evidence])
 
 
 def fingerprints(host: HostReport, keys: Mapping[tuple[str, int], str]) -> tuple[tuple[str, str, Finding], ...]:

@@ -4,6 +4,8 @@
 The change set's JSON (``gpudiag.audit.changes/1``)::
 
     {"schema": "gpudiag.audit.changes/1", "started_at": "...", "previous_started_at": "..." | null,
+     "changes": [{"change": "new" | "resolved" | "flapping" | "carried" | "ongoing" | "host_gone" | "host_back",
+                  <the finding's fields below, or the host's>}],
      "findings": [{"state": "new" | "ongoing" | "resolved", "fingerprint": "gpu01|uuid:GPU-…|BUSY_LOW_POWER",
                    "code", "severity", "host", "gpu", "gpu_key", "summary",
                    "since": "<started_at of the first run it was open>", "runs": <consecutive runs open>,
@@ -15,8 +17,9 @@ The change set's JSON (``gpudiag.audit.changes/1``)::
 
 In the sweep document (``gpudiag.sweep/3``; these are added fields, no field changes meaning), each finding
 gains ``fingerprint`` and ``change`` (``state``, ``since``, ``runs``, ``flapping``), and the document gains
-``changes``: the block above, without the open findings already listed per host (only ``resolved`` and
-``carried`` ones), plus ``history``: ``{"run": <id>}``.
+``changes``: the block above with every finding that changed (new, resolved, started to flap) and every
+carried one, but not those merely still open; plus ``history``: ``{"run": <id>}``. ``--only-changes --format
+json`` prints the same document as the notifications send.
 """
 
 from __future__ import annotations
@@ -25,9 +28,28 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from gpudiag.model import SweepReport
-from gpudiag.model.changes import ChangeSet, ChangeState, FindingChange, FlapRule, fingerprints, gpu_keys
+from gpudiag.model.changes import (
+    ChangeSet,
+    ChangeState,
+    FindingChange,
+    FlapRule,
+    HostChange,
+    fingerprints,
+    gpu_keys,
+)
 
 CHANGES_SCHEMA = "gpudiag.audit.changes/1"
+
+
+def change_kind(change: FindingChange) -> str:
+    """The one word for a finding's change in the ``changes`` list: ``flapping`` (the run it started to flap),
+    ``carried`` (its host did not answer: kept open, unverified), else its state (``new``, ``resolved``,
+    ``ongoing``: sent again after ``--renotify``)."""
+    if change.became_flapping:
+        return "flapping"
+    if change.finding.carried and change.state is not ChangeState.RESOLVED:
+        return "carried"
+    return change.state.value
 
 
 def change_document(change: FindingChange, *, renotify: bool = False) -> dict[str, Any]:
@@ -38,15 +60,33 @@ def change_document(change: FindingChange, *, renotify: bool = False) -> dict[st
             "became_flapping": change.became_flapping, "renotify": renotify}
 
 
+def _host_document(host: HostChange) -> dict[str, Any]:
+    return {"host": host.host, "status": host.status, "previous_status": host.previous_status,
+            "came_back": host.came_back}
+
+
 def changes_document(changes: ChangeSet, findings: tuple[FindingChange, ...] | None = None,
                      renotified: Collection[str] = ()) -> dict[str, Any]:
-    """The change set as ``gpudiag.audit.changes/1`` JSON values; ``findings``: only these (default: all)."""
+    """The change set as ``gpudiag.audit.changes/1`` JSON values; ``findings``: only these (default: all).
+    ``changes`` is every change in one list: each chosen finding (``change``: new, resolved, flapping,
+    carried, ongoing when sent again) and each host that went away or came back (``host_gone``,
+    ``host_back``); ``findings`` and ``hosts`` are the same entries split by kind, as before."""
     chosen = changes.findings if findings is None else findings
+    finding_docs = [change_document(c, renotify=c.finding.fingerprint in renotified) for c in chosen]
+    host_docs = [_host_document(h) for h in changes.hosts]
     return {"schema": CHANGES_SCHEMA, "started_at": changes.started_at,
             "previous_started_at": changes.previous_started_at,
-            "findings": [change_document(c, renotify=c.finding.fingerprint in renotified) for c in chosen],
-            "hosts": [{"host": h.host, "status": h.status, "previous_status": h.previous_status,
-                       "came_back": h.came_back} for h in changes.hosts]}
+            "changes": [{"change": change_kind(c), **d} for c, d in zip(chosen, finding_docs, strict=True)]
+            + [{"change": "host_back" if h.came_back else "host_gone", "code": None, "gpu": None, **d}
+               for h, d in zip(changes.hosts, host_docs, strict=True)],
+            "findings": finding_docs, "hosts": host_docs}
+
+
+def listed_changes(changes: ChangeSet) -> tuple[FindingChange, ...]:
+    """The findings the sweep document's ``changes`` block lists: every one that changed (new, resolved, the
+    run it started to flap) and every carried one; not those merely still open."""
+    return tuple(c for c in changes.findings
+                 if c.state is not ChangeState.ONGOING or c.finding.carried or c.became_flapping)
 
 
 def annotate(document: Mapping[str, Any], report: SweepReport, changes: ChangeSet,
@@ -64,8 +104,7 @@ def annotate(document: Mapping[str, Any], report: SweepReport, changes: ChangeSe
                 "state": change.state.value, "since": change.finding.since, "runs": change.finding.runs,
                 "flapping": change.flapping}})
         hosts.append({**host_doc, "findings": findings})
-    elsewhere = tuple(c for c in changes.findings if c.state is ChangeState.RESOLVED or c.finding.carried)
-    return {**document, "hosts": hosts, "changes": changes_document(changes, elsewhere),
+    return {**document, "hosts": hosts, "changes": changes_document(changes, listed_changes(changes)),
             "history": {"run": run_id}}
 
 

@@ -122,7 +122,10 @@ def test_sweep_with_history_records_and_drains(slurm: SlurmCluster, sshd_cluster
     doc = json.loads(report.read_text())  # the report goes to --output; stdout has one summary line
     assert first.stdout.startswith(f"wrote {report}: ") and first.stdout.count("\n") == 1
     assert doc["history"] == {"run": 1}
-    assert doc["changes"]["findings"] == []  # the first recorded run is the baseline
+    # The first recorded run: every finding is new, and the changes block lists each of them in one list.
+    opened = sorted(f["fingerprint"] for h in doc["hosts"] for f in h["findings"])
+    assert sorted(c["fingerprint"] for c in doc["changes"]["changes"] if c["change"] == "new") == opened
+    assert {c["change"] for c in doc["changes"]["changes"]} == {"new"}
     (drain,) = doc["slurm"]["actions"]
     assert (drain["node"], drain["action"], drain["done"]) == ("gpu02", "drain", True)
     assert {h["host"]: h["scheduler_state"] for h in doc["hosts"]} == {"gpu01": "idle", "gpu02": "idle"}
@@ -135,6 +138,25 @@ def test_sweep_with_history_records_and_drains(slurm: SlurmCluster, sshd_cluster
     runs = json.loads(cli("history", str(history), "--format", "json").stdout)
     assert [r["run"] for r in runs] == [2, 1]
     assert slurm.state_of("gpu02") == ("IDLE+DRAIN", drain["reason"])
+
+
+def test_a_slurm_selection_changes_nothing_for_the_nodes_it_did_not_select(slurm: SlurmCluster, sshd_cluster,  # type: ignore[no-untyped-def]
+                                                                          tmp_path: Path) -> None:
+    """A run of partition debug (gpu04) after one of gpu[01-02]: gpu01/gpu02's findings are neither resolved
+    nor carried; a run of gpu[01-02] again reports no change, gpu02's streak went on."""
+    history = tmp_path / "history.sqlite"
+    base = ("sweep", *ssh_args(sshd_cluster), "--history", str(history), "--only-changes")
+    first = cli(*base, "--slurm-nodelist", "gpu[01-02]")
+    assert first.returncode == 2 and "gpu02" in first.stdout, first.stderr
+    other = cli(*base, "--slurm-partition", "debug")
+    assert "RESOLVED" not in other.stdout and "gpu02" not in other.stdout, other.stdout
+    again = cli(*base, "--slurm-nodelist", "gpu[01-02]")
+    assert (again.returncode, again.stdout) == (2, ""), again.stderr
+    runs = json.loads(cli("history", str(history), "--format", "json").stdout)
+    assert [r["selection"] for r in runs] == ["--slurm-nodelist gpu[01-02]", "--slurm-partition debug",
+                                              "--slurm-nodelist gpu[01-02]"]
+    rows = json.loads(cli("history", str(history), "--host", "gpu02", "--format", "json").stdout)
+    assert rows[0]["run"] == 3 and {f["runs"] for r in rows if r["run"] == 3 for f in r["findings"]} == {2}
 
 
 def test_bad_slurm_flags_are_one_line(slurm: SlurmCluster, sshd_cluster) -> None:  # type: ignore[no-untyped-def]

@@ -78,6 +78,10 @@ def test_changes_text_and_json(tmp_path: Path) -> None:
     assert doc["changes"]["hosts"] == [{"host": "gpu02", "status": "timeout", "previous_status": "ok",
                                         "came_back": False}]
     assert doc["history"] == {"run": 2} and json.dumps(doc)
+    # One list of every change: the new findings too (not only marked on each finding), and the host gone.
+    assert [(c["change"], c["host"], c["code"]) for c in doc["changes"]["changes"]] == [
+        ("new", "gpu01", "BUSY_LOW_POWER"), ("new", "gpu02", "HOST_UNREACHABLE"), ("host_gone", "gpu02", None)]
+    assert [f["state"] for f in doc["changes"]["findings"]] == ["new", "new"]
 
 
 def test_flags_that_cannot_work_are_one_line() -> None:

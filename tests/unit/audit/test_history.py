@@ -30,7 +30,30 @@ def test_fingerprints_use_uuids_unless_masked_or_repeated() -> None:
                                findings=[finding(host="a", gpu=3), finding(host="a", gpu=None, code="XID",
                                                                            evidence={"xid": 79, "pci": "2b"})]))
     assert [fp for fp, _, _ in fingerprints(report.hosts[0], gpu_keys(report))] == [
-        "a|uuid:GPU-5f1b2c3d|BUSY_LOW_POWER", "a|-|XID|79/2b"]
+        "a|uuid:GPU-5f1b2c3d|BUSY_LOW_POWER", "a|-|XID|xid:79/2b"]
+
+
+def test_fingerprints_name_no_path_that_changes_between_runs() -> None:
+    """An Xid is known by its GPU and code, not the log it was read from; a configured log by the path as
+    configured; a log found through a process by its server and file name, not its folder or the pid."""
+    def fps(*findings: object, gpu_uuid: str = "GPU-5f1b2c3d") -> list[str]:
+        report = at(0, host_report("a", gpus=[gpu(index=4, uuid=gpu_uuid)], findings=list(findings)))
+        return [fp for fp, _, _ in fingerprints(report.hosts[0], gpu_keys(report))]
+
+    for folder in ("/tmp/gpudiag-demo-abc123", "/tmp/gpudiag-demo-zz9"):
+        assert fps(finding(host="a", gpu=4, code="XID", evidence={"xid": 63, "pci": "0000:9d:00",
+                                                                   "log": f"{folder}/kern.log"}),
+                   finding(host="a", gpu=None, code="LOG_SIGNATURE",
+                           evidence={"log": f"{folder}/sglang.log", "found_server": "SGLang", "signature": "oom"}),
+                   finding(host="a", gpu=None, code="LOG_SIGNATURE",
+                           evidence={"log": "/proc/4312/fd/1", "found_server": "vLLM", "signature": "oom"}),
+                   finding(host="a", gpu=None, code="LOG_SIGNATURE",
+                           evidence={"log": "~/serve.log", "signature": "oom"})) == [
+            "a|uuid:GPU-5f1b2c3d|XID|xid:63", "a|-|LOG_SIGNATURE|SGLang:sglang.log/oom",
+            "a|-|LOG_SIGNATURE|vLLM:1/oom", "a|-|LOG_SIGNATURE|~/serve.log/oom"]
+    pid_changed = finding(host="a", gpu=None, code="LOG_SIGNATURE",
+                          evidence={"log": "/proc/9999/fd/1", "found_server": "vLLM", "signature": "oom"})
+    assert fps(pid_changed) == ["a|-|LOG_SIGNATURE|vLLM:1/oom"]
 
 
 def test_new_ongoing_resolved_across_runs(tmp_path: Path) -> None:
@@ -149,3 +172,62 @@ def test_rows_recorded_before_the_power_object_read_as_new_ones(tmp_path: Path) 
         (oldest,) = [r for r in history.gpu_rows("gpu01", "1") if r["run"] == run_id]
         assert oldest["readings"]["power"] == {"watts": power["watts"], "pct_of_limit": power["pct_of_limit"]}
         assert "power_watts" not in oldest["readings"]
+
+
+def two_hosts(minute: int, *hosts: str, fault_on: tuple[str, ...] = ("gpu01", "gpu02")) -> object:
+    return at(minute, *(host_report(h, gpus=[gpu(index=0, uuid=f"GPU-{h}-0")],
+                                    findings=[finding(host=h, gpu=0)] if h in fault_on else [])
+                        for h in hosts))
+
+
+def test_a_run_that_did_not_select_a_host_leaves_its_findings_untouched(tmp_path: Path) -> None:
+    """--exclude / --limit / --shard: the host not swept is neither resolved nor carried; when a later run
+    sweeps it again its streak goes on (since, runs) and nothing is new."""
+    with History.open(tmp_path / "h.sqlite") as history:
+        first = history.record(two_hosts(0, "gpu01", "gpu02"), now_s=T0).changes  # type: ignore[arg-type]
+        assert states(first) == [("new", "BUSY_LOW_POWER")] * 2
+        partial = history.record(two_hosts(5, "gpu01"), now_s=T0).changes  # type: ignore[arg-type]
+        assert states(partial) == [("ongoing", "BUSY_LOW_POWER")] and partial.announced == ()
+        assert [c.finding.host for c in partial.findings] == ["gpu01"] and partial.hosts == ()
+        other = history.record(two_hosts(10, "gpu02", fault_on=()), now_s=T0).changes  # type: ignore[arg-type]
+        assert [(c.state.value, c.finding.host, c.finding.runs) for c in other.findings] == [
+            ("resolved", "gpu02", 1)]  # compared with run 1, the last that swept gpu02
+        full = history.record(two_hosts(15, "gpu01", "gpu02", fault_on=("gpu01",)),  # type: ignore[arg-type]
+                              now_s=T0).changes
+        assert [(c.state.value, c.finding.host, c.finding.since, c.finding.runs) for c in full.findings] == [
+            ("ongoing", "gpu01", "2025-06-01T12:00:00Z", 3)]
+        assert full.announced == () and full.previous_started_at == "2025-06-01T12:10:00Z"
+
+
+def test_shards_in_turn_never_flap_nor_resolve_each_other(tmp_path: Path) -> None:
+    """Two shards of one job array, alternating on one history: each host is compared only with the runs that
+    swept it, so nothing flaps or resolves; the runs of the other shard do not count in the flap window."""
+    with History.open(tmp_path / "h.sqlite") as history:
+        for minute in range(0, 60, 5):
+            host = "gpu01" if minute % 10 == 0 else "gpu02"
+            changes = history.record(two_hosts(minute, host), flap=FlapRule(changes=2, window=10),  # type: ignore[arg-type]
+                                     now_s=T0).changes
+            expected = "new" if minute < 10 else "ongoing"
+            assert [(c.state.value, c.flapping) for c in changes.findings] == [(expected, False)], minute
+
+
+def test_a_version_2_file_reads_before_and_after_the_scope_migration(tmp_path: Path) -> None:
+    """Schema 3 adds each run's selection: a version 2 file still lists its runs in `gpudiag history` before
+    any write, a run migrates it in place (the old runs kept), and the file the current code wrote opens again."""
+    path = tmp_path / "v2.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(MIGRATIONS[0] + "; " + MIGRATIONS[1] + "; PRAGMA user_version = 2;"
+                     "INSERT INTO runs (id, started_at, started_at_s, exit_code, recorded_at_s) "
+                     f"VALUES (1, '2025-06-01T11:55:00Z', {T0 - 300}, 0, {T0 - 300});"
+                     "INSERT INTO hosts VALUES (1, 'gpu01', NULL, 'ok', NULL, 1.0);")
+    db.close()
+    with History.open(path) as history:
+        assert [(r["run"], r["hosts"], r["selection"]) for r in history.runs()] == [(1, 1, None)]
+        assert history.version() == 2
+        history.record(healthy(0), now_s=T0, selection=("--exclude", "gpu02", "--shard", "1/4"))
+        assert history.version() == HISTORY_SCHEMA == 3
+    with History.open(path) as history:
+        assert [(r["run"], r["selection"]) for r in history.runs()] == [
+            (2, "--exclude gpu02 --shard 1/4"), (1, None)]
+        assert history.record(healthy(5), now_s=T0).changes.findings == ()
+        assert history.runs()[0]["selection"] is None
