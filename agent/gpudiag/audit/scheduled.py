@@ -233,7 +233,7 @@ def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, c
     code = report.exit_code
     shown = False
     if options.only_changes:
-        stdout = _only_changes(changes, output.format, options) if changes is not None else ""
+        stdout = _only_changes(changes, output.format, options, output.width) if changes is not None else ""
     elif output.quiet and (options.output is not None or (code == 0 and not loud)):
         stdout = ""
     elif options.output is not None:
@@ -248,8 +248,9 @@ def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, c
                         notified=notified, report_shown=shown)
 
 
-def _only_changes(changes: ChangeSet, fmt: OutputFormat, options: AuditOptions) -> str:
-    from gpudiag.report.changes_report import changes_document, render_changes
+def _only_changes(changes: ChangeSet, fmt: OutputFormat, options: AuditOptions, width: int) -> str:
+    from gpudiag.report.changes_report import changes_document
+    from gpudiag.report.changes_text import render_changes
 
     if fmt is OutputFormat.JSON:
         if not changes.announced and not changes.hosts:
@@ -257,4 +258,4 @@ def _only_changes(changes: ChangeSet, fmt: OutputFormat, options: AuditOptions) 
         from gpudiag.report.json_report import dumps
 
         return dumps(changes_document(changes, changes.announced))
-    return render_changes(changes, options.flap)
+    return render_changes(changes, options.flap, width=width)

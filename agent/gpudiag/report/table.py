@@ -24,7 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpudiag.model import GpuReading, HostReport, Severity, SmiStatus, SweepReport, host_status_label, worst
-from gpudiag.report.changes_report import render_changes
+from gpudiag.report.changes_text import render_changes
 from gpudiag.report.columns import Column, allot, fit, total
 from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
 from gpudiag.report.findings_section import SEVERITY_TAGS, findings_section, most_serious_first
@@ -397,7 +397,7 @@ def render(report: SweepReport, view: ReportView) -> str:
     text = render_table(report, width=view.width, color=view.color, fold=view.fold,
                         findings_only=view.findings_only) + (f"\n{view.tail}" if view.tail else "")
     if view.changes is not None:
-        said = render_changes(view.changes, view.flap)
+        said = render_changes(view.changes, view.flap, width=view.width)
         text += "\n\n" + said if said else "\n\nNo change since the last recorded run."
     return text
 
