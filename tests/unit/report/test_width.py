@@ -48,9 +48,23 @@ def test_columns_go_by_priority_and_are_said() -> None:
     narrow, wide = render_table(_cluster(), width=80), render_table(_cluster(), width=200)
 
     # The slow link makes PCIe matter more than the GPU's name at 80 columns.
-    assert "(not shown at 80 columns: name, cc/SM, mem %, SM clock)" in narrow
+    assert "(not shown at 80 columns: name, cc/SM, mem %, temp °C)" in narrow
     assert "not shown" not in wide and "cc/SM" in wide and "SM clock" in wide
     assert "PCIe" in narrow.splitlines()[1]  # a link below its maximum makes PCIe matter
+
+
+def test_the_columns_shown_depend_on_the_width_alone() -> None:
+    """Two runs of one cluster show the same columns whatever their values (issue 19): an idle run's short
+    cells must not make room for a column that a busy run's long cells leave out."""
+    def run(**values: object) -> str:
+        gpus = [gpu(index=i, **values) for i in range(8)]  # type: ignore[arg-type]
+        text = render_table(sweep(host_report("train-h200-01", gpus), host_report("infer-h200-02", gpus)),
+                            width=80)
+        return next(line for line in text.splitlines() if line.startswith("host"))
+
+    busy = run(sm_clock_mhz=1980.0, power_w=650.0, temperature_c=71.0)
+    idle = run(sm_clock_mhz=405.0, power_w=65.0, temperature_c=31.0, clock_event_reasons=("gpu_idle",))
+    assert busy.split() == idle.split()
 
 
 def test_quiet_is_the_findings_and_the_exit_line() -> None:
