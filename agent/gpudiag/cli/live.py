@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from types import TracebackType
@@ -17,7 +16,7 @@ from rich.text import Text
 
 from gpudiag.model import Finding, GpuReading, HostReport, HostStatus, Severity, SweepReport, worst
 from gpudiag.report.findings_section import SEVERITY_TAGS
-from gpudiag.report.fold import host_label
+from gpudiag.report.fold import host_label, label_parts
 from gpudiag.report.table import render_summary_line
 from gpudiag.report.terminal import safe_text
 
@@ -135,7 +134,7 @@ def render_watch(refresh: int, count: int, report: SweepReport, *, appeared: tup
 def _listed(names: Sequence[str]) -> str:
     """Host names folded into ranges, the ranges apart with a space, so that a narrow screen wraps between
     them: ``"gpu[01-03], login1"``."""
-    return ", ".join(re.split(r",(?![^\[]*\])", host_label(names)))
+    return ", ".join(label_parts(host_label(names)))
 
 
 def counted_ok(names: Sequence[str]) -> str:

@@ -25,10 +25,10 @@ from rich.text import Text
 
 from gpudiag.model import GpuReading, HostReport, Severity, SmiStatus, SweepReport, host_status_label, worst
 from gpudiag.report.changes_text import render_changes
-from gpudiag.report.columns import Column, allot, fit, total
+from gpudiag.report.columns import Column, allot, fit, total, wrap
 from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
 from gpudiag.report.findings_section import SEVERITY_TAGS, findings_section, most_serious_first
-from gpudiag.report.fold import counted_label, generic, group_hosts, host_label, index_ranges, shown
+from gpudiag.report.fold import counted_label, generic, group_hosts, host_label, index_ranges, label_parts, shown
 from gpudiag.report.terminal import safe, safe_text, trimmed_lines
 from gpudiag.report.view import ReportView
 
@@ -322,6 +322,14 @@ def _no_gpu_lines(groups: Sequence[tuple[tuple[str, ...], HostBlock]], hosts: Ma
     (as ``clush -b`` heads each group), the sentence wrapped under itself."""
     out: list[RenderableType] = []
     for names, block in groups:
+        label = counted_label(names) + ":"
+        if cell_len(label) > width // 3:  # a long range heads its group, the sentence under it (clush -b)
+            message = shown(no_gpu_message(hosts[names[0]]), block.message or "", names)
+            heading = _wrapped_label(label, width)
+            said = [f"    {line}" for line in wrap("", f"{block.status}: {message}", width - 4)]
+            text = safe_text("\n".join(heading), style="bold" if color else "")
+            out.append(text.append("\n").append(safe_text("\n".join(said))))
+            continue
         grid = Table.grid(padding=(0, 1))
         grid.add_column(overflow="fold", max_width=max(12, width // 2), style="bold" if color else "")
         grid.add_column(overflow="fold")
@@ -330,6 +338,19 @@ def _no_gpu_lines(groups: Sequence[tuple[tuple[str, ...], HostBlock]], hosts: Ma
         grid.add_row(safe_text(counted_label(names) + ":"), status.append(safe(f": {message}")))
         out.append(grid)
     return out
+
+
+def _wrapped_label(label: str, width: int) -> list[str]:
+    """A host label in lines of ``width``, broken between host ranges (after a comma), never inside one; a
+    single range longer than the line is cut."""
+    lines = [""]
+    parts = label_parts(label)
+    for n, part in enumerate(parts):
+        piece = part + ("," if n < len(parts) - 1 else "")
+        if lines[-1] and cell_len(lines[-1] + piece) > width:
+            lines.append("")
+        lines[-1] += piece
+    return [chunk for line in lines for chunk in ([line[i:i + width] for i in range(0, len(line), width)] or [""])]
 
 
 def _counts(counts: dict[str, int]) -> str:

@@ -131,3 +131,18 @@ def test_no_trailing_blanks_even_among_colour_codes() -> None:
 
     assert not any(line.endswith(" ") or line.replace("\x1b[0m", "").endswith(" ") for line in text.splitlines())
     assert trimmed_lines("a  \x1b[1m  \x1b[0m\nb \n") == "a\x1b[0m\nb\n"
+
+
+def test_a_long_folded_range_heads_its_group_at_80() -> None:
+    """The Ctrl-C fold line (issue 19): five cancelled hosts' range on a line of its own, broken between
+    ranges, the sentence under it, rather than folded into a narrow column beside the sentence."""
+    names = ["sglang-glm5", "train-h200-01", "infer-h200-02", "train-h200-04", "spare-h200-03"]
+    hosts = [host_report(n, None, status=HostStatus.CANCELLED,
+                         error="the sweep was interrupted before this host answered") for n in names]
+    lines = render_table(sweep(*hosts, stopped_by="SIGINT"), width=80).splitlines()
+
+    assert lines[:2] == ["infer-h200-02,sglang-glm5,spare-h200-03,train-h200-[01,04] (5 hosts):",
+                         "    cancelled: the sweep was interrupted before this host answered"]
+    narrow = render_table(sweep(*hosts, stopped_by="SIGINT"), width=40).splitlines()
+    assert narrow[:3] == ["infer-h200-02,sglang-glm5,", "spare-h200-03,train-h200-[01,04] (5", "hosts):"] or all(
+        len(line) <= 40 for line in narrow)
