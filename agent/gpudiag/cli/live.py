@@ -16,7 +16,7 @@ from rich.text import Text
 
 from gpudiag.model import Finding, GpuReading, HostReport, HostStatus, Severity, SweepReport, worst
 from gpudiag.report.findings_section import SEVERITY_TAGS
-from gpudiag.report.fold import host_label, label_parts
+from gpudiag.report.fold import host_label, index_ranges, label_parts
 from gpudiag.report.table import render_summary_line
 from gpudiag.report.terminal import safe_text
 
@@ -63,8 +63,9 @@ def _healthy(host: HostReport) -> bool:
     return host.status is HostStatus.OK and not host.findings
 
 
-def _bars_table(hosts: Sequence[HostReport], cells: int, width: int) -> Table:
-    """The bars of the hosts with something to say, one row per GPU; a finding code is never cut (the
+def _bars_table(hosts: Sequence[HostReport], cells: int, width: int, *, fold: bool = False) -> Table:
+    """The bars of the hosts with something to say, one row per GPU (when ``fold``, consecutive GPUs of a
+    host with the same findings are one row, ``0-7``, its bars their mean); a finding code is never cut (the
     findings column is at least as wide as the longest code, and codes wrap between codes)."""
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     longest = max((len(f.code) + 1 for h in hosts for f in h.findings), default=8)
@@ -79,12 +80,25 @@ def _bars_table(hosts: Sequence[HostReport], cells: int, width: int) -> Table:
             table.add_row(safe_text(host.host), "-", "", "", "",
                           safe_text(", ".join(codes.get(None, [])) + f" ({host.status.value})"))
             continue
+        runs: list[tuple[list[GpuReading], str]] = []
         for gpu in host.gpus:
-            clock = "-" if gpu.sm_clock_mhz is None else f"{gpu.sm_clock_mhz:.0f}"
-            table.add_row(safe_text(host.host), str(gpu.index), bar(gpu.utilization_pct, cells),
-                          bar(_power_pct(gpu), cells), clock,
-                          safe_text(", ".join(codes.get(gpu.index, []) + codes.get(None, []) * (gpu.index == 0))))
+            said = ", ".join(codes.get(gpu.index, []) + codes.get(None, []) * (gpu.index == host.gpus[0].index))
+            if fold and runs and runs[-1][1] == said and gpu.index == runs[-1][0][-1].index + 1:
+                runs[-1][0].append(gpu)
+            else:
+                runs.append(([gpu], said))
+        for gpus, said in runs:
+            clocks = [g.sm_clock_mhz for g in gpus if g.sm_clock_mhz is not None]
+            clock = f"{sum(clocks) / len(clocks):.0f}" if clocks else "-"
+            table.add_row(safe_text(host.host), index_ranges(g.index for g in gpus),
+                          bar(_mean([g.utilization_pct for g in gpus]), cells),
+                          bar(_mean([_power_pct(g) for g in gpus]), cells), clock, safe_text(said))
     return table
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
 
 
 def render_watch(refresh: int, count: int, report: SweepReport, *, appeared: tuple[Finding, ...] = (),
@@ -93,8 +107,9 @@ def render_watch(refresh: int, count: int, report: SweepReport, *, appeared: tup
     """One refresh: a header, the bars of the hosts with findings (the most serious first), one line for
     the healthy hosts (``4 hosts ok: ...``), the findings that appeared and cleared since the last one.
 
-    ``height``: the terminal's rows; hosts that do not fit are left out, the least serious first, and a line
-    says how many and why (a live view that overflows its screen would hide what it cut).
+    ``height``: the terminal's rows; when the view does not fit, a host's GPUs with the same findings fold
+    into one row (``0-7``, the mean of their bars), then hosts are left out, the least serious first, and a
+    line says how many and why (a live view that overflows its screen would hide what it cut).
     """
     cells = BAR_CELLS if width >= WIDE else NARROW_BAR_CELLS
     ordered = sorted(report.hosts, key=lambda h: -_host_rank(h))  # stable: the sweep's order within a rank
@@ -103,13 +118,13 @@ def render_watch(refresh: int, count: int, report: SweepReport, *, appeared: tup
     stamp = (now or datetime.now()).strftime("%H:%M:%S")
     of = f"/{count}" if count else ""
 
-    def draw(shown: int) -> str:
+    def draw(shown: int, fold: bool = False) -> str:
         buffer = io.StringIO()
         console = Console(file=buffer, width=width, force_terminal=color, no_color=not color,
                           color_system="standard" if color else None, highlight=False, _environ={})
         console.print(safe_text(f"refresh {refresh}{of} at {stamp}: {render_summary_line(report)}"))
         if flagged[:shown]:
-            console.print(_bars_table(flagged[:shown], cells, width))
+            console.print(_bars_table(flagged[:shown], cells, width, fold=fold))
         if healthy:
             console.print(safe_text(f"{counted_ok(healthy)}: {_listed(healthy)}"), style="green" if color else "")
         left = flagged[shown:]
@@ -123,11 +138,14 @@ def render_watch(refresh: int, count: int, report: SweepReport, *, appeared: tup
             console.print(_change_line("-", f))
         return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
-    shown = len(flagged)
+    shown, fold = len(flagged), False
     text = draw(shown)
     while height is not None and shown > 0 and text.count("\n") > height - 1:  # the last row holds the cursor
-        shown -= 1
-        text = draw(shown)
+        if not fold:  # first, GPUs that say the same fold into one row; then hosts are left out
+            fold = True
+        else:
+            shown -= 1
+        text = draw(shown, fold)
     return text
 
 

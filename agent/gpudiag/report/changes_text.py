@@ -32,11 +32,12 @@ def _tail(head: str, found: Sequence[FindingChange], flap: FlapRule) -> str:
 
 
 def fit(line: str, width: int) -> str:
-    """``line`` cut to ``width`` characters at a space, ending in ``…`` where it was cut."""
+    """``line`` cut to ``width`` characters, ending in ``…`` where it was cut: at a space near the end, else
+    inside the word (a long path would otherwise take the whole sentence with it)."""
     if len(line) <= width:
         return line
     cut = line[:width - 1]
-    return (cut.rsplit(" ", 1)[0] if " " in cut[width // 2:] else cut) + "…"
+    return (cut.rsplit(" ", 1)[0] if " " in cut[-16:] else cut) + "…"
 
 
 def change_lines(changes: ChangeSet, flap: FlapRule = FlapRule()) -> list[str]:

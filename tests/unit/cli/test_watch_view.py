@@ -42,9 +42,13 @@ def test_watch_never_cuts_a_code_at_80() -> None:
     assert {w for w in words if w.rstrip("_") not in CODES + ("HOST_UNREACHABLE",)} == set()
 
 
-def test_watch_says_which_hosts_a_short_screen_leaves_out() -> None:
-    text = render_watch(1, 0, _cluster(), width=80, height=12)
+def test_a_short_screen_folds_gpus_then_says_which_hosts_it_leaves_out() -> None:
+    folded = render_watch(1, 0, _cluster(), width=80, height=12)
+    assert len(folded.splitlines()) <= 11
+    assert any(line.startswith("sglang   1-7 ") for line in folded.splitlines())  # the GPUs that say nothing
+    assert "not shown" not in folded
 
-    assert len(text.splitlines()) <= 11
+    text = render_watch(1, 0, _cluster(), width=80, height=9)
+    assert len(text.splitlines()) <= 8
     assert "dead01" in text
-    assert re.search(r"1 host with findings not shown \(the terminal has 12 rows.*\): sglang", text.replace("\n", " "))
+    assert re.search(r"1 host with findings not shown \(the terminal has 9 rows.*\): sglang", text.replace("\n", " "))
