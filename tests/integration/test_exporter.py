@@ -113,8 +113,7 @@ def test_exporter_serves_the_demo_cluster(tmp_path: Path) -> None:
     assert proc.returncode == 130, log.read_text()
     said = log.read_text()
     # where it listens and how many hosts, on stderr, as it starts
-    assert said.startswith(f"gpudiag exporter: serving http://127.0.0.1:{port}/metrics for 6 hosts, refreshed "
-                           "every 1 s\n"), said
+    assert said.startswith(f"gpudiag exporter: serving http://127.0.0.1:{port}/metrics, 6 hosts, every 1 s\n"), said
     assert said.endswith("gpudiag: exporter stopped\n")
 
 
@@ -139,4 +138,4 @@ def test_exporter_reads_a_host_whatever_form_its_logs_take(sshd_cluster, tmp_pat
         assert not [line for line in lines if 'status="error"' in line]
     finally:
         _stop(proc)
-    assert log.read_text().startswith(f"gpudiag exporter: serving http://127.0.0.1:{port}/metrics for 5 hosts")
+    assert log.read_text().startswith(f"gpudiag exporter: serving http://127.0.0.1:{port}/metrics, 5 hosts, every 1 s")

@@ -82,14 +82,14 @@ def start_server(listen: str, collector: FleetCollector) -> Any:
 
 
 def listening_line(server: Any, listen: str, hosts: int, every_s: float) -> str:
-    """What the exporter says when it starts: where it listens (the port the system chose for ``:0``), how
-    many hosts, how often."""
+    """What the exporter says when it starts, in one line of 80 columns: where it listens (the server's own
+    port where it says one), how many hosts, how often."""
     address, port = parse_listen(listen)
     with contextlib.suppress(AttributeError, IndexError, TypeError):  # prometheus_client's (server, thread)
         port = int(server[0].server_port)
     shown = f"[{address}]" if ":" in address else address
-    return (f"gpudiag exporter: serving http://{shown}:{port}/metrics for {hosts} host{'s' * (hosts != 1)}, "
-            f"refreshed every {every_s:g} s")
+    counted = f"{hosts} host{'s' * (hosts != 1)}"
+    return f"gpudiag exporter: serving http://{shown}:{port}/metrics, {counted}, every {every_s:g} s"
 
 
 async def run_exporter(hosts: Sequence[Host], transport: Transport, options: SweepOptions, *, listen: str,
