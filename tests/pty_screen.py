@@ -19,6 +19,7 @@ import termios
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 _CSI = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])")
 _OSC = re.compile(r"\x1b\][^\x07\x1b]*(\x07|\x1b\\)")
@@ -152,3 +153,20 @@ def render_screen(raw: str) -> list[str]:
                 line.append(char)
             col += 1
     return ["".join(line).rstrip() for line in lines]
+
+
+_CODE_LIKE = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]*)+")
+
+
+def finding_codes() -> frozenset[str]:
+    """Every finding code, as docs/findings.md and docs/usage.md (``HOST_CANCELLED``) name them in backticks."""
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    text = (docs / "findings.md").read_text() + (docs / "usage.md").read_text()
+    return frozenset(re.findall(r"`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|XID)`", text))
+
+
+def split_codes(lines: Sequence[str]) -> list[str]:
+    """The pieces of finding codes that a line break cut (``BUSY_LOW_``, ``LOG_EXPEC``): every upper-case
+    word with an underscore on the screen must be a whole code."""
+    codes = finding_codes()
+    return [word for line in lines for word in _CODE_LIKE.findall(line) if word not in codes]

@@ -41,6 +41,19 @@ def scrape(url: str) -> tuple[float, str]:
     return time.monotonic() - started, text
 
 
+def scrape_until(port: int, proc: subprocess.Popen[bytes], log: Path, marker: str) -> str:
+    """Scrape /metrics until it holds ``marker`` (60 s at most, and only while the exporter runs)."""
+    text, deadline = "", time.monotonic() + 60
+    while marker not in text:
+        assert time.monotonic() < deadline and proc.poll() is None, log.read_text()
+        try:
+            _, text = scrape(f"http://127.0.0.1:{port}/metrics")
+        except OSError:  # not listening yet
+            pass
+        time.sleep(0.2)
+    return text
+
+
 def test_exporter_answers_from_the_last_refresh(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("prometheus_client", reason="prometheus_client not installed: pip install 'gpudiag[exporter]'")
     inventory = tmp_path / "inventory.yaml"
@@ -88,18 +101,41 @@ def test_exporter_serves_the_demo_cluster(tmp_path: Path) -> None:
                                  f"127.0.0.1:{port}", "--every", "1", "--samples", "1", "--interval", "0"],
                                 cwd=REPO, stdout=subprocess.DEVNULL, stderr=err)
     try:
-        text, deadline = "", time.monotonic() + 60
-        while 'gpudiag_host_up{host="train-h200-01"} 1.0' not in text:
-            assert time.monotonic() < deadline and proc.poll() is None, log.read_text()
-            try:
-                _, text = scrape(f"http://127.0.0.1:{port}/metrics")
-            except OSError:  # not listening yet
-                pass
-            time.sleep(0.2)
+        text = scrape_until(port, proc, log, 'gpudiag_host_up{host="train-h200-01"} 1.0')
         lines = text.splitlines()
         assert 'gpudiag_host_up{host="train-h200-05"} 0.0' in lines  # the demo's unreachable node
+        # its logs: entry is a mapping ({path: "@kernel", since_hours: 48}): read, not failed (issue 19)
+        assert 'gpudiag_host_up{host="spare-h200-03"} 1.0' in lines
+        assert not [line for line in lines if 'status="error"' in line]
         assert any(line.startswith("gpudiag_exporter_refreshes ") for line in lines)
     finally:
         _stop(proc)
     assert proc.returncode == 130, log.read_text()
-    assert log.read_text().endswith("gpudiag: exporter stopped\n")
+    said = log.read_text()
+    # where it listens and how many hosts, on stderr, as it starts
+    assert said.startswith(f"gpudiag exporter: serving http://127.0.0.1:{port}/metrics, 6 hosts, every 1 s\n"), said
+    assert said.endswith("gpudiag: exporter stopped\n")
+
+
+def test_exporter_reads_a_host_whatever_form_its_logs_take(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("prometheus_client", reason="prometheus_client not installed: pip install 'gpudiag[exporter]'")
+    from test_watch_sshd import LOG_FORMS, log_forms_hosts
+
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(f"{sshd_cluster.inventory_defaults()}hosts:\n{log_forms_hosts(sshd_cluster)}")
+    port = _free_port()
+    log = tmp_path / "exporter.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "gpudiag", "exporter", "-i", str(inventory), "--listen",
+                                 f"127.0.0.1:{port}", "--every", "1", "--samples", "1", "--interval", "0"],
+                                cwd=REPO, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        # two refreshes: a host that fails, fails on every one
+        text = scrape_until(port, proc, log, "gpudiag_exporter_refreshes 2")
+        lines = text.splitlines()
+        for name in LOG_FORMS:
+            assert f'gpudiag_host_up{{host="{name}"}} 1.0' in lines, text
+        assert not [line for line in lines if 'status="error"' in line]
+    finally:
+        _stop(proc)
+    assert log.read_text().startswith(f"gpudiag exporter: serving http://127.0.0.1:{port}/metrics, 5 hosts, every 1 s")

@@ -70,7 +70,7 @@ def test_local_reads_this_machine_without_ssh(tmp_path: Path) -> None:
                     reason="this machine has a real nvidia-smi")
 def test_local_without_a_gpu_says_so(tmp_path: Path) -> None:
     done = _local(tmp_path, None)
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 2, done.stderr  # README's "could not read" code, not a warning's 1
     (host,) = json.loads(done.stdout)["hosts"]
     assert [f["code"] for f in host["findings"]] == ["NVIDIA_SMI_MISSING"]
     assert shutil.which("nvidia-smi", path=f"{tmp_path / 'bin'}:/usr/bin:/bin") is None
@@ -82,6 +82,6 @@ def test_local_without_a_gpu_says_so(tmp_path: Path) -> None:
 def test_local_without_a_gpu_says_so_in_one_line(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "gpudiag", "local", "--samples", "1"], capture_output=True,
                           text=True, env={**os.environ, "PATH": "/usr/bin:/bin"}, cwd=REPO, timeout=60)
-    assert done.returncode == 1 and done.stderr == ""
+    assert done.returncode == 2 and done.stderr == ""
     assert done.stdout.count("\n") == 1
     assert done.stdout.startswith("gpudiag: no NVIDIA GPU can be read on this machine: nvidia-smi is not installed")

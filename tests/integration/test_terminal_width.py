@@ -63,7 +63,8 @@ def test_the_sweep_report_fits_each_width_and_shows_more_when_wider(demo, column
     assert _too_wide(run, columns) == []
     header = next(line for line in run.screen if line.startswith("host "))
     shown = {name for name in ("name", "cc/SM", "PCIe", "SM MHz", "SM clock", "reasons") if name in header}
-    expected = {80: {"name", "SM MHz", "reasons"}, 100: {"name", "PCIe", "SM MHz", "reasons"},
+    # chosen from the width alone (issue 19): the same whatever the demo's values this run
+    expected = {80: {"name", "reasons"}, 100: {"name", "SM MHz", "reasons"},
                 120: {"name", "cc/SM", "PCIe", "SM MHz", "reasons"},
                 200: {"name", "cc/SM", "PCIe", "SM clock", "reasons"}}[columns]
     assert shown == expected

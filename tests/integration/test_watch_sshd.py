@@ -114,3 +114,44 @@ def test_a_hung_round_ends_the_collector_and_its_hung_nvidia_smi(sshd_cluster) -
     (result,) = _rounds(sshd_cluster, "hang", 1, deadline_s=1.0)
     assert result.stdout == b"" and result.exit_status != 0
     assert sshd_cluster.hung_stub_ended("hang")  # the round's deadline ended the whole group on the node
+
+
+# Every form a host's ``logs:`` takes in an inventory (docs/logs.md): a mapping among them once made a host
+# unhashable, and watch and the exporter failed it on every refresh (issue 19, item 5).
+LOG_FORMS = {
+    "path": '["~/server.log"]',
+    "kernel": '["@kernel"]',
+    "mapping": '[{path: /var/log/vllm/server.log, packs: [vllm, nccl], tail_mib: 32, since_hours: 12}]',
+    "kernel_mapping": '[{path: "@kernel", since_hours: 48}]',
+    "mixed": '["~/server.log", {path: "@kernel", since_hours: 48}, "@kernel"]',
+}
+
+
+def log_forms_hosts(cluster) -> str:  # type: ignore[no-untyped-def]
+    return "".join(f"  {name}: {{address: {cluster.address_of('healthy')}, logs: {logs}}}\n"
+                   for name, logs in LOG_FORMS.items())
+
+
+def test_watch_reads_a_host_whatever_form_its_logs_take(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(f"{sshd_cluster.inventory_defaults()}hosts:\n{log_forms_hosts(sshd_cluster)}")
+    done = subprocess.run([sys.executable, "-m", "gpudiag", "watch", "-i", str(inventory), "--count", "2",
+                           "--every", "0.2", "--samples", "1", "--interval", "0", "--format", "json"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    refreshes = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(refreshes) == 2, done.stderr
+    for doc in refreshes:
+        assert {h["host"]: h["status"] for h in doc["hosts"]} == dict.fromkeys(LOG_FORMS, "ok"), done.stdout
+        assert "unexpected" not in json.dumps(doc)
+
+
+def test_watch_demo_reads_the_spare_node_with_a_mapping_log() -> None:
+    done = subprocess.run([sys.executable, "-m", "gpudiag", "watch", "--demo", "--count", "2", "--every", "0.2",
+                           "--samples", "1", "--interval", "0", "--format", "json"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    refreshes = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(refreshes) == 2, done.stderr
+    for doc in refreshes:
+        (spare,) = [h for h in doc["hosts"] if h["host"] == "spare-h200-03"]
+        assert spare["status"] == "ok" and spare["gpus"], spare
+        assert "HOST_UNREACHABLE" not in {f["code"] for f in spare["findings"]}

@@ -9,9 +9,10 @@ ones the ``--prom-file`` writes (:func:`gpudiag.report.prometheus.families`), pl
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gpudiag.model import Host, SweepReport
@@ -80,13 +81,27 @@ def start_server(listen: str, collector: FleetCollector) -> Any:
         raise ExporterError(f"--listen {listen}: {exc.strerror or exc}") from None
 
 
+def listening_line(server: Any, listen: str, hosts: int, every_s: float) -> str:
+    """What the exporter says when it starts, in one line of 80 columns: where it listens (the server's own
+    port where it says one), how many hosts, how often."""
+    address, port = parse_listen(listen)
+    with contextlib.suppress(AttributeError, IndexError, TypeError):  # prometheus_client's (server, thread)
+        port = int(server[0].server_port)
+    shown = f"[{address}]" if ":" in address else address
+    counted = f"{hosts} host{'s' * (hosts != 1)}"
+    return f"gpudiag exporter: serving http://{shown}:{port}/metrics, {counted}, every {every_s:g} s"
+
+
 async def run_exporter(hosts: Sequence[Host], transport: Transport, options: SweepOptions, *, listen: str,
-                       every_s: float, count: int = 0,
-                       plans: Mapping[str, LogPlan] | None = None) -> SweepReport | None:
+                       every_s: float, count: int = 0, plans: Mapping[str, LogPlan] | None = None,
+                       announce: Callable[[str], None] | None = None) -> SweepReport | None:
     """Refresh the fleet every ``every_s`` seconds (``count`` times; 0: until cancelled) and serve ``/metrics``.
-    ``plans``: each host's log plan, as for :func:`gpudiag.sweep.watch.watch`."""
+    ``plans``: each host's log plan, as for :func:`gpudiag.sweep.watch.watch`; ``announce``: told
+    :func:`listening_line` once the server listens (the CLI writes it to stderr)."""
     collector = FleetCollector()
-    start_server(listen, collector)
+    server = start_server(listen, collector)
+    if announce is not None:
+        announce(listening_line(server, listen, len(hosts), every_s))
 
     def refreshed(_refresh: int, report: SweepReport, _changes: Changes) -> None:
         collector.update(report)

@@ -243,7 +243,7 @@ def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, c
     code = report.exit_code
     shown = False
     if options.only_changes:
-        stdout = _only_changes(changes, document, output.format, options) if changes is not None else ""
+        stdout = _only_changes(changes, document, output.format, options, output.width) if changes is not None else ""
     elif output.quiet and (options.output is not None or (code == 0 and not loud)):
         stdout = ""
     elif options.output is not None:
@@ -259,10 +259,10 @@ def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, c
 
 
 def _only_changes(changes: ChangeSet, document: Mapping[str, object] | None, fmt: OutputFormat,
-                  options: AuditOptions) -> str:
-    """``--only-changes``: the text lines, or with ``--format json`` the very document the notifications
-    send (nothing when nothing changed)."""
-    from gpudiag.report.changes_report import render_changes
+                  options: AuditOptions, width: int) -> str:
+    """``--only-changes``: the text lines, folded and fitted to ``width``, or with ``--format json`` the very
+    document the notifications send (nothing when nothing changed)."""
+    from gpudiag.report.changes_text import render_changes
 
     if fmt is OutputFormat.JSON:
         if document is None:
@@ -270,4 +270,4 @@ def _only_changes(changes: ChangeSet, document: Mapping[str, object] | None, fmt
         from gpudiag.report.json_report import dumps
 
         return dumps(document)
-    return render_changes(changes, options.flap)
+    return render_changes(changes, options.flap, width=width)

@@ -315,7 +315,8 @@ async def watch_demo(options: SweepOptions, *, every_s: float, count: int,
 
 async def export_demo(options: SweepOptions, *, listen: str, every_s: float, count: int = 0,
                       planner: Planner | None = None, connect_timeout_s: float = 3.0,
-                      nodes: Sequence[DemoNode] = DEMO_NODES) -> SweepReport | None:
+                      nodes: Sequence[DemoNode] = DEMO_NODES,
+                      announce: Callable[[str], None] | None = None) -> SweepReport | None:
     """``gpudiag exporter --demo``: the demo cluster's /metrics, served as any hosts' are (kept connections)."""
     from gpudiag.audit.exporter import run_exporter
     from gpudiag.logs.plan import Planner
@@ -324,4 +325,5 @@ async def export_demo(options: SweepOptions, *, listen: str, every_s: float, cou
     async with demo_cluster(nodes) as cluster:
         plans = {host.name: planner.plan(host) for host in cluster.hosts}
         return await run_exporter(cluster.hosts, _transport(cluster, connect_timeout_s, keep_connections=True),
-                                  options, listen=listen, every_s=every_s, count=count, plans=plans)
+                                  options, listen=listen, every_s=every_s, count=count, plans=plans,
+                                  announce=announce)

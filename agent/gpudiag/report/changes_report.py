@@ -1,5 +1,5 @@
-"""What changed since the last recorded run, as text (``--only-changes``: the cron mail) and as JSON (the
-``changes`` block of the sweep document, and the body of every notification). Pure: returns text and values.
+"""What changed since the last recorded run, as JSON (the ``changes`` block of the sweep document, and the
+body of every notification); the text (``--only-changes``) is :mod:`gpudiag.report.changes_text`. Pure.
 
 The change set's JSON (``gpudiag.audit.changes/1``)::
 
@@ -32,7 +32,6 @@ from gpudiag.model.changes import (
     ChangeSet,
     ChangeState,
     FindingChange,
-    FlapRule,
     HostChange,
     fingerprints,
     gpu_keys,
@@ -106,36 +105,3 @@ def annotate(document: Mapping[str, Any], report: SweepReport, changes: ChangeSe
         hosts.append({**host_doc, "findings": findings})
     return {**document, "hosts": hosts, "changes": changes_document(changes, listed_changes(changes)),
             "history": {"run": run_id}}
-
-
-def _where(change: FindingChange) -> str:
-    f = change.finding
-    return f.host if f.gpu is None else f"{f.host} GPU {f.gpu}"
-
-
-def render_changes(changes: ChangeSet, flap: FlapRule = FlapRule()) -> str:
-    """``--only-changes``: one line per new or resolved finding, per finding that started to flap and per
-    host that went away or came back; empty text when nothing changed (cron mails nothing)."""
-    lines = []
-    for change in changes.announced:
-        f = change.finding
-        if change.became_flapping:
-            head, tail = "FLAPPING", (f"changed state {flap.changes}+ times in the last {flap.window} runs; "
-                                      "not announced again while it flaps")
-        elif change.state is ChangeState.NEW:
-            head, tail = "NEW", f.summary
-        else:
-            head, tail = "RESOLVED", f"{f.summary} (open since {f.since}, {f.runs} run{'s' if f.runs != 1 else ''})"
-        lines.append(f"{head:<9} {f.severity.label.upper():<8} {_where(change)}  {f.code}: {tail}")
-    for host in changes.hosts:
-        if host.came_back:
-            lines.append(f"{'BACK':<9} {'':<8} {host.host}  answers again (was {host.previous_status})")
-        else:
-            lines.append(f"{'AWAY':<9} {'':<8} {host.host}  does not answer ({host.status})")
-    if not lines:
-        return ""
-    since = f" since {changes.previous_started_at}" if changes.previous_started_at else " (first recorded run)"
-    counts = {s: sum(1 for c in changes.announced if c.state is s) for s in ChangeState}
-    head = (f"gpudiag {changes.started_at}: {counts[ChangeState.NEW]} new, {counts[ChangeState.RESOLVED]} "
-            f"resolved{since}")
-    return "\n".join([head, *lines])

@@ -47,6 +47,11 @@ def host_label(names: Sequence[str]) -> str:
         return ",".join(names)
 
 
+def label_parts(label: str) -> list[str]:
+    """A host label split between its ranges, never inside one: ``"a-[01,04],b02"`` → ``["a-[01,04]", "b02"]``."""
+    return re.split(r",(?![^\[]*\])", label)
+
+
 def counted_label(names: Sequence[str]) -> str:
     """ "gpu[01-50] (50 hosts)"; a single host's name alone."""
     label = host_label(names)

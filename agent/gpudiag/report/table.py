@@ -24,11 +24,11 @@ from rich.table import Table
 from rich.text import Text
 
 from gpudiag.model import GpuReading, HostReport, Severity, SmiStatus, SweepReport, host_status_label, worst
-from gpudiag.report.changes_report import render_changes
-from gpudiag.report.columns import Column, allot, fit, total
+from gpudiag.report.changes_text import render_changes
+from gpudiag.report.columns import Column, allot, fit, total, wrap
 from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
 from gpudiag.report.findings_section import SEVERITY_TAGS, findings_section, most_serious_first
-from gpudiag.report.fold import counted_label, generic, group_hosts, host_label, index_ranges, shown
+from gpudiag.report.fold import counted_label, generic, group_hosts, host_label, index_ranges, label_parts, shown
 from gpudiag.report.terminal import safe, safe_text, trimmed_lines
 from gpudiag.report.view import ReportView
 
@@ -118,6 +118,9 @@ class GpuColumn:
     degraded_priority: int | None = None  # the priority when some GPU's PCIe link runs below its maximum
     left: bool = False  # left-aligned (text), else right-aligned (numbers)
     fold_to: int | None = None  # narrow terminals: wrap to this width ("sw_power_cap," whole)
+    # the cells a typical value takes ("330/600 W (55%)"): the columns shown are chosen from these and the
+    # width alone, so that two runs of one cluster show the same columns whatever their values
+    nominal: int = 3
     wraps: bool = False  # the cell may take several lines
     two_line_header: bool = False  # narrow terminals: "util" over "%"
     unit_in_header: tuple[str, str] | None = None  # narrow terminals: (header, the unit taken out of each cell)
@@ -127,19 +130,23 @@ NAME_COLUMN = "name"  # its width is chosen by the layout (_NAME_WIDE or _NAME_N
 PROCESS_COLUMN = "process"  # the GPU's main process (NodeReadings.main_process); left out when no GPU has one
 
 GPU_COLUMNS: tuple[GpuColumn, ...] = (
-    GpuColumn(header="host", cell=None, priority=100, left=True, fold_to=20, wraps=True),
+    GpuColumn(header="host", cell=None, priority=100, left=True, fold_to=20, nominal=13, wraps=True),
     GpuColumn(header="gpu", cell=lambda g, _: str(g.index), priority=100),
-    GpuColumn(header=NAME_COLUMN, cell=lambda g, _: short_name(g.name), priority=60, left=True, wraps=True),
-    GpuColumn(header="cc/SM", cell=lambda g, _: cc_cell(g), priority=10, left=True),
+    GpuColumn(header=NAME_COLUMN, cell=lambda g, _: short_name(g.name), priority=60, left=True, nominal=12,
+              wraps=True),
+    GpuColumn(header="cc/SM", cell=lambda g, _: cc_cell(g), priority=10, left=True, nominal=10),
     GpuColumn(header="util %", cell=lambda g, _: _num(g.utilization_pct), priority=90, two_line_header=True),
     GpuColumn(header="mem %", cell=lambda g, _: _num(g.memory_utilization_pct), priority=35, two_line_header=True),
-    GpuColumn(header="power", cell=lambda g, _: power_cell(g), priority=85),
-    GpuColumn(header="SM clock", cell=lambda g, _: clock_cell(g), priority=50, unit_in_header=("SM MHz", " MHz")),
+    GpuColumn(header="power", cell=lambda g, _: power_cell(g), priority=85, nominal=15),
+    GpuColumn(header="SM clock", cell=lambda g, _: clock_cell(g), priority=50, unit_in_header=("SM MHz", " MHz"),
+              nominal=13),
     GpuColumn(header="temp °C", cell=lambda g, _: _num(g.temperature_c), priority=40, two_line_header=True),
-    GpuColumn(header="PCIe", cell=lambda g, _: pcie_cell(g), priority=20, degraded_priority=75, left=True),
-    GpuColumn(header="reasons", cell=lambda g, _: reasons_cell(g), priority=70, left=True, fold_to=14, wraps=True),
+    GpuColumn(header="PCIe", cell=lambda g, _: pcie_cell(g), priority=20, degraded_priority=75, left=True,
+              nominal=8),
+    GpuColumn(header="reasons", cell=lambda g, _: reasons_cell(g), priority=70, left=True, fold_to=14,
+              nominal=14, wraps=True),
     GpuColumn(header=PROCESS_COLUMN, cell=lambda _, process: process, priority=30, left=True, fold_to=28,
-              wraps=True),
+              nominal=28, wraps=True),
 )
 COLUMNS = tuple(c.header for c in GPU_COLUMNS)  # the headers, in order
 
@@ -232,9 +239,13 @@ class _Layout:
 
 
 def _layout(groups: Sequence[tuple[tuple[str, ...], HostBlock]], width: int) -> _Layout:
-    """How to fit the GPU table in ``width``: every column at full width when it fits; else headers wider than
-    their numbers on two lines ("util" over "%") and the name capped; else the columns that matter least
-    left out (:func:`gpudiag.report.columns.fit`), the name capped narrower if that keeps more of them."""
+    """How to fit the GPU table in ``width``: every column when they fit; else headers wider than their
+    numbers on two lines ("util" over "%") and the name capped; else the columns that matter least left out
+    (:func:`gpudiag.report.columns.fit`), the name capped narrower if that keeps more of them.
+
+    Which columns show is chosen from the width and each column's ``nominal`` cells alone, never from this
+    run's values (a "405/1980 MHz" one run and "2400/2430 MHz" the next must not swap the temperature for
+    the SM clock); the values only size the columns shown, the folding ones capped to fit."""
     natural = [0] * len(COLUMNS)
     for label, block in groups:
         for cells, _severity in block.rows:
@@ -244,20 +255,25 @@ def _layout(groups: Sequence[tuple[tuple[str, ...], HostBlock]], width: int) -> 
     pcie_matters = any("/" in cells[_PCIE - 1] for _, b in groups for cells, _ in b.rows)
     has_process = any(cells[_PROCESS - 1] != MISSING for _, b in groups for cells, _ in b.rows)
     every = tuple(p for p in range(len(COLUMNS)) if p != _PROCESS or has_process)
+    nominal = [max(c.nominal, cell_len(c.header)) for c in GPU_COLUMNS]
     headers = [max(natural[i], cell_len(h)) for i, h in enumerate(COLUMNS)]
-    if total(_columns(_NAME_WIDE, pcie_matters), headers, every) <= width:
+    if total(_columns(_NAME_WIDE, pcie_matters), nominal, every) <= width and total(
+            _columns(_NAME_WIDE, pcie_matters), headers, every) <= width:
         return _Layout(every, every, {}, False)
     compact = [max(natural[i], *(cell_len(part) for part in c.header.split())) if c.two_line_header
                else headers[i] for i, c in enumerate(GPU_COLUMNS)]
+    compact_nominal = [max(c.nominal, *(cell_len(part) for part in c.header.split())) if c.two_line_header
+                       else nominal[i] for i, c in enumerate(GPU_COLUMNS)]
     for i, column in enumerate(GPU_COLUMNS):
         if column.unit_in_header is not None:
             short, unit = column.unit_in_header
             compact[i] = max([cell_len(short), *(cell_len(cells[i - 1].removesuffix(unit))
                                                  for _, b in groups for cells, _ in b.rows)])
+            compact_nominal[i] = max(cell_len(short), column.nominal - cell_len(unit))
     layouts = []
     for name_width in (_NAME_WIDE, _NAME_NARROW):
         columns = _columns(name_width, pcie_matters)
-        shown = tuple(every[i] for i in fit([columns[p] for p in every], [compact[p] for p in every], width))
+        shown = tuple(every[i] for i in fit([columns[p] for p in every], [compact_nominal[p] for p in every], width))
         layouts.append(_Layout(shown, every, allot(columns, compact, shown, width), True))
     priority = [column.priority for column in _columns(_NAME_WIDE, pcie_matters)]
     # The layout that keeps the columns that matter most (the wider name when both keep the same ones).
@@ -306,6 +322,14 @@ def _no_gpu_lines(groups: Sequence[tuple[tuple[str, ...], HostBlock]], hosts: Ma
     (as ``clush -b`` heads each group), the sentence wrapped under itself."""
     out: list[RenderableType] = []
     for names, block in groups:
+        label = counted_label(names) + ":"
+        if cell_len(label) > width // 3:  # a long range heads its group, the sentence under it (clush -b)
+            message = shown(no_gpu_message(hosts[names[0]]), block.message or "", names)
+            heading = _wrapped_label(label, width)
+            said = [f"    {line}" for line in wrap("", f"{block.status}: {message}", width - 4)]
+            text = safe_text("\n".join(heading), style="bold" if color else "")
+            out.append(text.append("\n").append(safe_text("\n".join(said))))
+            continue
         grid = Table.grid(padding=(0, 1))
         grid.add_column(overflow="fold", max_width=max(12, width // 2), style="bold" if color else "")
         grid.add_column(overflow="fold")
@@ -314,6 +338,19 @@ def _no_gpu_lines(groups: Sequence[tuple[tuple[str, ...], HostBlock]], hosts: Ma
         grid.add_row(safe_text(counted_label(names) + ":"), status.append(safe(f": {message}")))
         out.append(grid)
     return out
+
+
+def _wrapped_label(label: str, width: int) -> list[str]:
+    """A host label in lines of ``width``, broken between host ranges (after a comma), never inside one; a
+    single range longer than the line is cut."""
+    lines = [""]
+    parts = label_parts(label)
+    for n, part in enumerate(parts):
+        piece = part + ("," if n < len(parts) - 1 else "")
+        if lines[-1] and cell_len(lines[-1] + piece) > width:
+            lines.append("")
+        lines[-1] += piece
+    return [chunk for line in lines for chunk in ([line[i:i + width] for i in range(0, len(line), width)] or [""])]
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -397,7 +434,7 @@ def render(report: SweepReport, view: ReportView) -> str:
     text = render_table(report, width=view.width, color=view.color, fold=view.fold,
                         findings_only=view.findings_only) + (f"\n{view.tail}" if view.tail else "")
     if view.changes is not None:
-        said = render_changes(view.changes, view.flap)
+        said = render_changes(view.changes, view.flap, width=view.width)
         text += "\n\n" + said if said else "\n\nNo change since the last recorded run."
     return text
 

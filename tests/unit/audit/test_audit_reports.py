@@ -16,7 +16,8 @@ from gpudiag.cli.request import OutputRequest
 from gpudiag.model import HostStatus, Severity
 from gpudiag.model.changes import ChangeState, OpenFinding, PastRun
 from gpudiag.report import OutputFormat, render
-from gpudiag.report.changes_report import annotate, render_changes
+from gpudiag.report.changes_report import annotate
+from gpudiag.report.changes_text import render_changes
 from gpudiag.report.html import render_html, scatter_svg
 from gpudiag.report.json_report import to_document
 from gpudiag.report.prometheus import escape_label, render_prometheus

@@ -48,9 +48,23 @@ def test_columns_go_by_priority_and_are_said() -> None:
     narrow, wide = render_table(_cluster(), width=80), render_table(_cluster(), width=200)
 
     # The slow link makes PCIe matter more than the GPU's name at 80 columns.
-    assert "(not shown at 80 columns: name, cc/SM, mem %, SM clock)" in narrow
+    assert "(not shown at 80 columns: name, cc/SM, mem %, temp °C)" in narrow
     assert "not shown" not in wide and "cc/SM" in wide and "SM clock" in wide
     assert "PCIe" in narrow.splitlines()[1]  # a link below its maximum makes PCIe matter
+
+
+def test_the_columns_shown_depend_on_the_width_alone() -> None:
+    """Two runs of one cluster show the same columns whatever their values (issue 19): an idle run's short
+    cells must not make room for a column that a busy run's long cells leave out."""
+    def run(**values: object) -> str:
+        gpus = [gpu(index=i, **values) for i in range(8)]  # type: ignore[arg-type]
+        text = render_table(sweep(host_report("train-h200-01", gpus), host_report("infer-h200-02", gpus)),
+                            width=80)
+        return next(line for line in text.splitlines() if line.startswith("host"))
+
+    busy = run(sm_clock_mhz=1980.0, power_w=650.0, temperature_c=71.0)
+    idle = run(sm_clock_mhz=405.0, power_w=65.0, temperature_c=31.0, clock_event_reasons=("gpu_idle",))
+    assert busy.split() == idle.split()
 
 
 def test_quiet_is_the_findings_and_the_exit_line() -> None:
@@ -117,3 +131,18 @@ def test_no_trailing_blanks_even_among_colour_codes() -> None:
 
     assert not any(line.endswith(" ") or line.replace("\x1b[0m", "").endswith(" ") for line in text.splitlines())
     assert trimmed_lines("a  \x1b[1m  \x1b[0m\nb \n") == "a\x1b[0m\nb\n"
+
+
+def test_a_long_folded_range_heads_its_group_at_80() -> None:
+    """The Ctrl-C fold line (issue 19): five cancelled hosts' range on a line of its own, broken between
+    ranges, the sentence under it, rather than folded into a narrow column beside the sentence."""
+    names = ["sglang-glm5", "train-h200-01", "infer-h200-02", "train-h200-04", "spare-h200-03"]
+    hosts = [host_report(n, None, status=HostStatus.CANCELLED,
+                         error="the sweep was interrupted before this host answered") for n in names]
+    lines = render_table(sweep(*hosts, stopped_by="SIGINT"), width=80).splitlines()
+
+    assert lines[:2] == ["infer-h200-02,sglang-glm5,spare-h200-03,train-h200-[01,04] (5 hosts):",
+                         "    cancelled: the sweep was interrupted before this host answered"]
+    narrow = render_table(sweep(*hosts, stopped_by="SIGINT"), width=40).splitlines()
+    assert narrow[:3] == ["infer-h200-02,sglang-glm5,", "spare-h200-03,train-h200-[01,04] (5", "hosts):"] or all(
+        len(line) <= 40 for line in narrow)

@@ -31,16 +31,19 @@ def exporter(listen: str = LISTEN, every: float = EVERY, *, given: Given) -> Non
         prepared, demo_plan = prepare_hosts(request, "no hosts to export: give targets, -i INVENTORY or --demo")
     except errors as exc:
         raise fail(str(exc)) from None
+    def announce(line: str) -> None:  # on stderr: stdout stays empty for whoever reads it
+        typer.echo(line, err=True)
+
     try:
         if demo_plan is not None:
             from gpudiag.demo.demo import export_demo
 
             options, planner, nodes = demo_plan
             run_async(export_demo(options, listen=listen, every_s=every, planner=planner, nodes=nodes,
-                                  connect_timeout_s=request.ssh.connect_timeout_s))
+                                  connect_timeout_s=request.ssh.connect_timeout_s, announce=announce))
         elif prepared is not None:
             run_async(run_exporter(prepared.hosts, open_transport(prepared.ssh), prepared.options,
-                                   plans=prepared.plans, listen=listen, every_s=every))
+                                   plans=prepared.plans, listen=listen, every_s=every, announce=announce))
     except ExporterError as exc:  # the address cannot be listened on
         raise fail(str(exc)) from None
     except KeyboardInterrupt:

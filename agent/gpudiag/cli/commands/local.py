@@ -9,6 +9,8 @@ from gpudiag.cli.options import command
 from gpudiag.cli.params import Given
 from gpudiag.report import OutputFormat
 
+COULD_NOT_READ = 2  # as a host that did not answer, and grep's "a host or log could not be read"
+
 
 @command("local")
 def local(*, given: Given) -> None:
@@ -24,9 +26,11 @@ def local(*, given: Given) -> None:
         report = sweep_report(request)
     except configuration_errors() as exc:
         raise fail(str(exc)) from None
-    code = report.exit_code
     (host,) = report.hosts
     no_gpu = host.readings is not None and host.readings.smi_status is SmiStatus.MISSING
+    # No GPU could be read: the code of a host that could not be read (README's table), not a warning's 1.
+    # With --log the logs were read, and their findings say the code.
+    code = max(report.exit_code, COULD_NOT_READ) if no_gpu and not given["log"] else report.exit_code
     if given["quiet"] and code == 0:
         pass
     elif no_gpu and given["fmt"] is OutputFormat.TABLE and not given["log"]:  # with --log, the logs still count

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import shutil
 import sys
 from typing import TYPE_CHECKING
 
@@ -49,8 +50,9 @@ def watch(every: float = EVERY, count: int = COUNT, plain: bool = PLAIN, *, give
         if fmt is TextFormat.JSON:  # JSON Lines: one document a line
             typer.echo(render_report(report, request.output, one_line=True))
             return
+        # asked each refresh: the terminal may have been resized; a redrawn screen holds its rows only
         text = render_watch(refresh, count, report, appeared=change.appeared, cleared=change.cleared, color=live,
-                            width=terminal_width())  # asked each refresh: the terminal may have been resized
+                            width=terminal_width(), height=shutil.get_terminal_size().lines if live else None)
         if screen is not None:
             screen.show(text)
         else:

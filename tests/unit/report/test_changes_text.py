@@ -1,0 +1,42 @@
+"""``--only-changes`` as text (issue 19, item 4): folded as the report folds, by host then GPU, one line per
+change cut to the width."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from builders import finding, gpu, host_report, sweep
+
+from gpudiag.audit.history import History
+from gpudiag.report.changes_text import fit, render_changes
+
+T0 = 1_748_779_200.0
+LONG = "GPU {i} reads 100% utilization but draws 13% of its 700 W limit; " + "and a long tail of words " * 12
+
+
+def _changes(tmp_path: Path):  # type: ignore[no-untyped-def]
+    gpus = [gpu(index=i) for i in range(8)]
+    with History.open(tmp_path / "h.sqlite") as history:
+        history.record(sweep(host_report("b01", gpus), host_report("a01", gpus)), now_s=T0)
+        shuffled = (7, 2, 1, 4, 3, 5, 0, 6)
+        b = host_report("b01", gpus, [finding(host="b01", gpu=i, summary=LONG.format(i=i)) for i in shuffled])
+        a = host_report("a01", gpus, [finding(host="a01", gpu=3, code="XID", summary="Xid 79 on GPU 3")])
+        return history.record(sweep(b, a, started_at="2025-06-01T12:05:00Z"), now_s=T0 + 300).changes
+
+
+def test_only_changes_folds_orders_and_fits(tmp_path: Path) -> None:
+    changes = _changes(tmp_path)
+    for width in (80, 160):
+        lines = render_changes(changes, width=width).splitlines()
+
+        assert max(len(line) for line in lines) <= width
+        assert len(lines) == 3  # the heading, then one line per folded change
+        assert lines[1].startswith("NEW       CRITICAL a01 GPU 3  XID: Xid 79 on GPU 3")
+        assert lines[2].startswith("NEW       CRITICAL b01 GPUs 0-7  BUSY_LOW_POWER: 8 GPUs; GPU 0 reads 100%")
+        assert lines[2].endswith("…")
+
+
+def test_fit_cuts_at_a_space() -> None:
+    assert fit("short", 80) == "short"
+    assert fit("aaaa bbbb cccc dddd", 12) == "aaaa bbbb…"
+    assert len(fit("x" * 200, 80)) == 80
