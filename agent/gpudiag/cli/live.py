@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpudiag.model import Finding, GpuReading, HostReport, HostStatus, Severity, SweepReport, worst
+from gpudiag.report.changes_text import fit
 from gpudiag.report.findings_section import SEVERITY_TAGS
 from gpudiag.report.fold import host_label, index_ranges, label_parts
 from gpudiag.report.table import render_summary_line
@@ -25,7 +26,6 @@ NARROW_BAR_CELLS = 6  # under WIDE columns: the findings column keeps room for a
 WIDE = 100
 
 
-CHANGE_LINE_MAX = 280  # characters of a finding's line in the watch view
 
 def bar(pct: float | None, cells: int = BAR_CELLS) -> str:
     """``55.0`` → ``"██████▌      55%"``: a bar of ``cells`` cells with half cells, then the number."""
@@ -42,14 +42,30 @@ def _power_pct(gpu: GpuReading) -> float | None:
     return power.pct_of_limit if power is not None else None
 
 
-def _change_line(sign: str, f: Finding) -> Text:
-    tag, style = SEVERITY_TAGS[f.severity]
-    where = f"{f.host}" + (f" gpu {f.gpu}" if f.gpu is not None else "")
-    verb = "cleared" if sign == "-" else tag
-    line = f"{sign} {verb:<8} {f.code:<20} {where}: {f.summary}"
-    if len(line) > CHANGE_LINE_MAX:  # a live view keeps each change to two screen lines; the report has it all
-        line = line[:CHANGE_LINE_MAX - 1].rsplit(" ", 1)[0] + " …"
-    return safe_text(line, style=style if sign == "+" else "dim")
+def _change_lines(sign: str, findings: Sequence[Finding], width: int) -> list[Text]:
+    """The findings that appeared (``+``) or cleared (``-``), folded as ``--only-changes`` folds them: one line
+    per host and code, its GPUs as ranges (``GPUs 0-7``), by host then GPU, each cut to one screen line (the
+    report has every sentence whole)."""
+    groups: dict[tuple[str, str, bool], list[Finding]] = {}
+    for f in findings:
+        groups.setdefault((f.host, f.code, f.gpu is None), []).append(f)
+
+    def order(item: tuple[tuple[str, str, bool], list[Finding]]) -> tuple[str, int, str]:
+        (host, code, _), found = item
+        return host, min((f.gpu for f in found if f.gpu is not None), default=-1), code
+
+    lines = []
+    for (host, code, _), found in sorted(groups.items(), key=order):
+        found = sorted(found, key=lambda f: -1 if f.gpu is None else f.gpu)
+        gpus = [f.gpu for f in found if f.gpu is not None]
+        where = host if not gpus else f"{host} GPU{'s' * (len(gpus) > 1)} {index_ranges(gpus)}"
+        severity = worst(f.severity for f in found)
+        tag, style = SEVERITY_TAGS[severity]
+        verb = "cleared" if sign == "-" else tag
+        summary = found[0].summary if len(found) == 1 else f"{len(found)} GPUs; GPU {gpus[0]}: {found[0].summary}"
+        line = fit(f"{sign} {verb:<8} {code} {where}: {summary}", width)
+        lines.append(safe_text(line, style=style if sign == "+" else "dim"))
+    return lines
 
 
 def _host_rank(host: HostReport) -> int:
@@ -118,7 +134,9 @@ def render_watch(refresh: int, count: int, report: SweepReport, *, appeared: tup
     stamp = (now or datetime.now()).strftime("%H:%M:%S")
     of = f"/{count}" if count else ""
 
-    def draw(shown: int, fold: bool = False) -> str:
+    changes = _change_lines("+", appeared, width) + _change_lines("-", cleared, width)
+
+    def draw(shown: int, fold: bool = False, kept: int = len(changes)) -> str:
         buffer = io.StringIO()
         console = Console(file=buffer, width=width, force_terminal=color, no_color=not color,
                           color_system="standard" if color else None, highlight=False, _environ={})
@@ -132,20 +150,29 @@ def render_watch(refresh: int, count: int, report: SweepReport, *, appeared: tup
             names = _listed([h.host for h in left])
             console.print(safe_text(f"{len(left)} host{'s' * (len(left) > 1)} with findings not shown "
                                     f"(the terminal has {height} rows; the least serious left out): {names}"))
-        for f in appeared:
-            console.print(_change_line("+", f))
-        for f in cleared:
-            console.print(_change_line("-", f))
+        for line in changes[:kept]:
+            console.print(line)
+        if kept < len(changes):
+            console.print(safe_text(f"… {len(changes) - kept} more change{'s' * (len(changes) - kept > 1)} since "
+                                    "the last refresh (not shown: the hosts come first; the report has them all)"))
         return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
-    shown, fold = len(flagged), False
+    def fits(text: str) -> bool:
+        return height is None or text.count("\n") <= height - 1  # the last row holds the cursor
+
+    # When the view does not fit: GPUs that say the same fold into one row; then the change lines give way to
+    # the hosts (one is kept, and a line says how many more); last, hosts are left out, the least serious first.
+    shown, fold, kept = len(flagged), False, len(changes)
     text = draw(shown)
-    while height is not None and shown > 0 and text.count("\n") > height - 1:  # the last row holds the cursor
-        if not fold:  # first, GPUs that say the same fold into one row; then hosts are left out
-            fold = True
-        else:
-            shown -= 1
+    if not fits(text):
+        fold = True
         text = draw(shown, fold)
+    while not fits(text) and kept > 1:
+        kept -= 1
+        text = draw(shown, fold, kept)
+    while not fits(text) and shown > 0:
+        shown -= 1
+        text = draw(shown, fold, kept)
     return text
 
 

@@ -84,14 +84,34 @@ def test_render_watch_shows_bars_and_changes() -> None:
     text = render_watch(2, 3, report, appeared=(f,), width=160)
     assert text.startswith("refresh 2/3 at ")
     assert "████████████ 100%" in text and "██████▌       55%" in text
-    assert "+ CRITICAL BUSY_LOW_POWER" in text and "gpu01 gpu 0: reads 100% busy at 55%" in text
+    assert "+ CRITICAL BUSY_LOW_POWER gpu01 GPU 0: reads 100% busy at 55%" in text
 
 
-def test_a_long_finding_is_cut_at_a_word_in_the_watch_view() -> None:
+def test_a_long_finding_is_cut_at_a_word_to_one_screen_line() -> None:
     words = " ".join(f"word{i:03d}" for i in range(60))  # 479 characters
     f = finding(host="gpu01", gpu=0, summary=words)
-    text = render_watch(1, 1, sweep(host_report("gpu01", gpus=[gpu(index=0)], findings=[f])), appeared=(f,),
-                        width=400)
-    (line,) = [line for line in text.splitlines() if line.startswith("+ ")]
-    assert line.endswith(" …") and len(line) <= 280
-    assert line.removesuffix(" …").rsplit(" ", 1)[-1].startswith("word") and len(line.rsplit(" ", 2)[-2]) == 7
+    for width in (80, 200):
+        text = render_watch(1, 1, sweep(host_report("gpu01", gpus=[gpu(index=0)], findings=[f])), appeared=(f,),
+                            width=width)
+        (line,) = [line for line in text.splitlines() if line.startswith("+ ")]
+        assert line.endswith("…") and len(line) <= width
+        assert line.removesuffix("…").rsplit(" ", 1)[-1] == f"word{int(line.removesuffix('…')[-3:]):03d}"
+
+
+def test_changes_fold_by_host_and_code_and_give_way_to_the_hosts() -> None:
+    hosts = [host_report(f"gpu{h:02d}", gpus=[gpu(index=i) for i in range(8)],
+                         findings=[finding(host=f"gpu{h:02d}", gpu=i, summary=f"GPU {i} is slow") for i in range(8)])
+             for h in range(1, 7)]
+    appeared = tuple(f for h in hosts for f in h.findings)
+    text = render_watch(1, 1, sweep(*hosts), appeared=appeared, width=80)
+    changes = [line for line in text.splitlines() if line.startswith("+ ")]
+    assert changes == [f"+ CRITICAL BUSY_LOW_POWER gpu{h:02d} GPUs 0-7: 8 GPUs; GPU 0: GPU 0 is slow"
+                       for h in range(1, 7)]
+    # On a short screen the hosts come first: the change lines shrink and say how many more there are, before
+    # any host is left out.
+    short = render_watch(1, 1, sweep(*hosts), appeared=appeared, width=80, height=16)
+    assert short.count("\n") <= 15 and all(len(line) <= 80 for line in short.splitlines())
+    kept = [line for line in short.splitlines() if line.startswith("+ ")]
+    assert 1 <= len(kept) < 6 and kept == changes[:len(kept)]
+    assert f"… {6 - len(kept)} more changes since the last refresh" in short
+    assert "not shown (the terminal" not in short and all(f"gpu{h:02d}" in short for h in range(1, 7))
