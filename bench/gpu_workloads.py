@@ -12,6 +12,9 @@ state so a sweep taken while it runs reads that state:
   copy         large device-to-device copies (bandwidth-bound)
   small_gemm   many 256x256 bf16 GEMMs (latency-bound-ish)
   gemm         large 8192^3 bf16 GEMMs (compute-bound, at the power cap)
+  hold60       60 GiB allocated and nothing launched (the idle holder beside a spinner: issue 21)
+  hold100      100 GiB allocated and nothing launched (a job that holds a GPU and does not use it)
+  nccl1        a world-size-1 torch.distributed NCCL job all-reducing in a loop (NCCL's RAS thread runs)
   eager_decode a small GPT-like transformer decoding token by token at batch 1 in eager PyTorch, with a KV
                cache and a greedy ``.item()`` per token: its Python thread is pegged while the GPU is mostly
                idle between tiny kernels (the host-bound GPU HOST_BOUND must flag). Prints a line per
@@ -77,6 +80,25 @@ def main(workload: str) -> None:
             for _ in range(20):
                 a @ b
             torch.cuda.synchronize()
+    if workload in ("hold60", "hold100"):
+        held = torch.empty(int(workload[4:]) * 1024**3, dtype=torch.uint8, device=dev)
+        held.fill_(1)
+        torch.cuda.synchronize()
+        while True:
+            time.sleep(1)
+    if workload == "nccl1":
+        import os
+        import torch.distributed as dist
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29511")
+        dist.init_process_group("nccl", rank=0, world_size=1)
+        x = torch.ones(1 << 20, device=dev)
+        print("nccl", torch.cuda.nccl.version(), flush=True)
+        while True:
+            for _ in range(100):
+                dist.all_reduce(x)
+            torch.cuda.synchronize()
+            time.sleep(0.01)
     if workload == "eager_decode":
         eager_decode(torch, dev)
     raise SystemExit(f"unknown workload {workload!r}; see the module docstring")
