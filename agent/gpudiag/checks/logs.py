@@ -107,7 +107,7 @@ def xid_events(host: str, scan: LogScan, source: LogSource, node: NodeReadings) 
             where = f"GPU {index} ({pci})" if index is not None else f"PCI {pci} (no GPU of this node has it)"
             last = _quote(match.last.text if match.last else None)
             summary = (f"Xid {info.xid} ({info.name}) on {where}, {_times(match.count)} in {_where(scan)}"
-                       f"{_window(source)}: {info.meaning} - {info.action}; last {last}")
+                       f"{_window(source)}: {info.meaning} - {info.advice}; last {last}")
             findings.append(Finding(code="XID", severity=info.severity, host=host, gpu=index, summary=summary,
                                     evidence={**_match_evidence(scan, match), "xid": info.xid, "xid_name": info.name,
                                               "pci": pci, "since_hours": source.since_hours}))
