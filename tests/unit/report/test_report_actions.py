@@ -12,7 +12,8 @@ from gpudiag.report.json_report import from_document, to_document
 from gpudiag.report.table import render_table
 
 XID = finding(host="gpu01", gpu=1, code="XID", severity=Severity.CRITICAL,
-              summary="Xid 79 (GPU has fallen off the bus)", evidence={"xid": 79, "count": 1}, action=Action.REBOOT_NODE)
+              summary="Xid 79 (GPU has fallen off the bus)", evidence={"xid": 79, "count": 1},
+              action=Action.REBOOT_NODE)
 REMAP = finding(host="gpu01", gpu=3, code="ROW_REMAP_PENDING", severity=Severity.WARNING,
                 summary="a row remap waits for a GPU reset", evidence={}, action=Action.RESET_GPU)
 
