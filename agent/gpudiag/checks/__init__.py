@@ -30,5 +30,5 @@ def evaluate(host: str, status: HostStatus, error: str | None, node: NodeReading
         findings.extend(f for gpu in node.gpus for gpu_check in GPU_CHECKS
                         for f in gpu_check(host, gpu, settings, facts))
         findings.extend(odd_gpu_out(host, node, settings))
-        findings.extend(log_findings(host, node, logs))
+        findings.extend(log_findings(host, node, logs, settings))
     return tuple(with_action(f) for f in findings)
