@@ -77,7 +77,8 @@ def _by_severity(warning: Action, critical: Action) -> Callable[[Finding], Actio
 def _drift(finding: Finding) -> Action:
     differs = finding.evidence.get("differs")
     only_model = isinstance(differs, (tuple, list)) and set(differs) <= {"gpu_model"}
-    return Action.WATCH if only_model else Action.DRAIN_AND_INSPECT
+    no_majority = finding.evidence.get("clear_majority") is False  # no odd one to take out: a fact to watch
+    return Action.WATCH if only_model or no_majority else Action.DRAIN_AND_INSPECT
 
 
 # The one table. none: nothing is known to be wrong with the GPUs (gpudiag could not read them, or it is
