@@ -23,7 +23,7 @@ def fleet(*hosts: HostReport) -> SweepReport:
 def test_the_odd_host_is_named_with_what_the_others_run() -> None:
     report = fleet(h("gpu01"), h("gpu02"), h("gpu03", driver="570.133.20", cuda="12.8"), h("gpu04"),
                    host_report("gpu05", status=HostStatus.TIMEOUT))  # did not answer: says nothing
-    groups = {name: ("h200",) for name in ("gpu01", "gpu02", "gpu03", "gpu04", "gpu05")}
+    groups = dict.fromkeys(("gpu01", "gpu02", "gpu03", "gpu04", "gpu05"), ("h200",))
     assert driver_drift(report, groups) == {"gpu03": Finding(
         code="DRIVER_DRIFT", severity=Severity.WARNING, host="gpu03", gpu=None,
         summary="runs driver 570.133.20 and CUDA 12.8 where 3 other hosts of h200 run driver 580.159.04 and "
