@@ -27,7 +27,9 @@ SEVERITY_TAGS = {
     Severity.OK: ("OK", "green"),
 }
 
-_SENTENCE_MIN = 60  # below this many cells beside the code, the sentence goes under it
+# Below this many cells beside the code, GPUs and action, the sentence goes under them: 50 keeps a sentence
+# to a few lines, and the columns at 120 (the action column takes up to 19 of them: "drain_and_inspect").
+_SENTENCE_MIN = 50
 _SENTENCE_INDENT = 6
 
 
