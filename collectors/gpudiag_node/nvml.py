@@ -75,6 +75,31 @@ class _Reader(object):
         kind = value.valueType
         return getattr(value.value, union[kind]) if 0 <= kind < len(union) else None
 
+    def struct(self, name, handle):
+        """A getter of ``readings.STRUCT_GETTERS``: the struct it fills, in the newest version the driver
+        takes; None when not applicable (a GPU that needs no fabric)."""
+        fn = getattr(self.nv, name, None)
+        mismatch = getattr(self.nv, "NVMLError_ArgumentVersionMismatch", None)
+        for cls_name, version in readings.STRUCT_GETTERS[name] if fn is not None else ():
+            cls = getattr(self.nv, cls_name, None)
+            if cls is None or (version is not None and not hasattr(self.nv, version)):
+                continue
+            filled = cls()
+            if version is not None:
+                filled.version = getattr(self.nv, version)
+            try:
+                fn(handle, filled)
+            except self.lost:
+                raise
+            except self.not_applicable:
+                return None
+            except self.error as exc:
+                if mismatch is not None and isinstance(exc, mismatch):
+                    continue  # a driver older than this struct: try the previous version
+                raise _Failed("%s: %s" % (type(exc).__name__, exc)) from exc
+            return _Fabric(filled)
+        return None
+
     def read(self, handle, reading, cache):
         """The reading's value in its unit, or None; ``cache`` holds this device's results of this round, so a
         getter two readings share (utilization, memory info) is called once."""
@@ -86,8 +111,12 @@ class _Reader(object):
                 try:
                     if getter == "nvmlDeviceGetFieldValues":
                         cache[key] = (self.field(handle, args[0]), None)
-                    else:
+                    elif getter in readings.STRUCT_GETTERS:
+                        cache[key] = (self.struct(getter, handle), None)
+                    elif all(hasattr(self.nv, a) for a in args):
                         cache[key] = (self.call(getter, handle, *[getattr(self.nv, a) for a in args]), None)
+                    else:  # a binding older than the constant: not reported, never a crash
+                        cache[key] = (None, None)
                 except _Failed as exc:
                     cache[key] = (None, str(exc))
             result, error = cache[key]
@@ -95,14 +124,32 @@ class _Reader(object):
                 raise _Failed(error)
             if result is not None:
                 break
-        if result is not None and attribute is not None:
+        if result is not None and isinstance(attribute, int):
+            result = result[attribute] if len(result) > attribute else None
+        elif result is not None and attribute is not None:
             result = getattr(result, attribute, None)
         return _convert(reading, result)
+
+
+class _Fabric(object):
+    """A filled nvmlGpuFabricInfo struct, with its status in words: valid only once the state is completed
+    (nvml.h), "Success" for NVML_SUCCESS."""
+
+    def __init__(self, filled):
+        self.state = filled.state
+        self.healthSummary = getattr(filled, "healthSummary", None)
+        completed = filled.state == 3  # NVML_GPU_FABRIC_STATE_COMPLETED
+        self.status_text = None if not completed else "Success" if filled.status == 0 else \
+            "NVML error %d" % filled.status
 
 
 def _convert(reading, value):
     if value is None:
         return None
+    if reading.kind == "enum":
+        return readings.enum_name(reading.name, int(value))
+    if reading.kind == "flag":
+        return 1 if value else 0
     if reading.kind == "text":
         return _text(value)
     if reading.kind == "cc":

@@ -29,6 +29,7 @@ SCHEMA = "gpudiag.probe/2"  # 2: NVML rows keyed by the readings' names (reading
 
 # Reading name -> the --query-gpu names that mean it, newest spelling first (from the table of readings).
 FIELDS = readings.smi_fields()
+ONCE = frozenset(r.name for r in readings.ONCE)
 
 # Where nvidia-smi lives when a non-interactive SSH session's PATH is minimal.
 EXTRA_SMI_DIRS = ("/usr/bin", "/usr/local/bin", "/usr/local/nvidia/bin", "/usr/lib/wsl/lib", "/opt/nvidia/bin")
@@ -162,6 +163,12 @@ def collect(samples, interval_s, call_timeout_s, doc=None, watcher=None):
         query = _query(smi, chosen)
         first = None
     doc["fields"] = [[logical, name] for logical, name in chosen]
+    # The readings read once (health, configuration) are asked for in the first call only: the later calls
+    # of the window ask for the rest ("later_fields"), so each costs what it did before them.
+    later = [(logical, name) for logical, name in chosen if logical not in ONCE]
+    later_query = _query(smi, later)
+    if len(later) < len(chosen):
+        doc["later_fields"] = [[logical, name] for logical, name in later]
     cuda = None
     start = time.monotonic()
     for i in range(samples):
@@ -170,7 +177,8 @@ def collect(samples, interval_s, call_timeout_s, doc=None, watcher=None):
         if delay > 0:
             time.sleep(delay)
         t = time.monotonic() - start
-        code, out, err = first if (i == 0 and first is not None) else proc.run(query, call_timeout_s)
+        code, out, err = first if (i == 0 and first is not None) else proc.run(query if i == 0 else later_query,
+                                                                               call_timeout_s)
         doc["samples"].append({"t_s": round(t, 3), "exit": code, "stdout": out, "stderr": err})
         if code in (6, 9, 12, 127, proc.TIMED_OUT):
             # no devices / no driver / no NVML: asking again says nothing new (nor would the header); a hung
@@ -468,11 +476,12 @@ def _rows_read(doc):
                 yield merged
         return
     names = [logical for logical, _ in doc.get("fields", [])]
-    for sample in doc.get("samples", []):
+    later = [logical for logical, _ in doc.get("later_fields", [])] or names
+    for i, sample in enumerate(doc.get("samples", [])):
         for line in sample.get("stdout", "").splitlines():
             cells = [c.strip() for c in line.split(",")]
-            if len(cells) == len(names):
-                yield dict(zip(names, cells))
+            if len(cells) == len(names if i == 0 else later):
+                yield dict(zip(names if i == 0 else later, cells))
 
 
 def looks_starved(doc, busy_pct, low_power_pct):

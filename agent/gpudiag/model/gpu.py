@@ -53,6 +53,7 @@ class GpuSample:
     sm_clock_mhz: float | None = None  # clocks.sm
     clock_event_reasons_mask: int | None = None  # clocks_event_reasons.active
     temperature_c: float | None = None  # temperature.gpu
+    memory_temperature_c: float | None = None  # temperature.memory (HBM), NVML_FI_DEV_MEMORY_TEMP
     pstate: str | None = None
     pcie_gen: int | None = None  # pcie.link.gen.current
     pcie_width: int | None = None  # pcie.link.width.current
@@ -130,6 +131,33 @@ class GpuReading:
     pcie_width_max: int | None = None
     ecc_uncorrected: int | None = None  # ecc.errors.uncorrected.volatile.total
     memory_total_mib: float | None = None
+    # Memory health (read once per window; None: this GPU or driver does not report it)
+    remapped_rows_correctable: int | None = None  # remapped_rows.correctable: rows remapped for correctable errors
+    remapped_rows_uncorrectable: int | None = None  # remapped_rows.uncorrectable
+    remapped_rows_pending: bool | None = None  # remapped_rows.pending: a remap waits for the next GPU reset
+    remapped_rows_failure: bool | None = None  # remapped_rows.failure: a remap failed (no spare row left)
+    retired_pages_sbe: int | None = None  # retired_pages.single_bit_ecc.count (before Ampere)
+    retired_pages_dbe: int | None = None  # retired_pages.double_bit.count
+    retired_pages_pending: bool | None = None  # retired_pages.pending: a retirement waits for a reset
+    ecc_mode_enabled: bool | None = None  # ecc.mode.current (None: the GPU has no ECC)
+    ecc_mode_pending_enabled: bool | None = None  # ecc.mode.pending: what the next reset switches to
+    ecc_corrected: int | None = None  # ecc.errors.corrected.volatile.total (since the driver loaded)
+    ecc_uncorrected_aggregate: int | None = None  # ecc.errors.uncorrected.aggregate.total (lifetime, InfoROM)
+    ecc_corrected_aggregate: int | None = None  # ecc.errors.corrected.aggregate.total
+    # The driver's recommended recovery (gpu_recovery_action, NVML_FI_DEV_GET_GPU_RECOVERY_ACTION): "none",
+    # "gpu_reset", "node_reboot", "drain_p2p", "drain_and_reset" (gpudiag_node.readings.ENUMS)
+    gpu_recovery_action: str | None = None
+    # Configuration
+    persistence_mode_enabled: bool | None = None  # persistence_mode
+    compute_mode: str | None = None  # "default", "exclusive_process", "prohibited"
+    mig_mode_enabled: bool | None = None  # mig.mode.current (None: no MIG on this GPU)
+    mig_mode_pending_enabled: bool | None = None  # mig.mode.pending
+    vbios_version: str | None = None  # vbios_version
+    inforom_image_version: str | None = None  # inforom.img
+    # NVSwitch fabric (nvmlDeviceGetGpuFabricInfoV): "not_supported", "not_started", "in_progress", "completed"
+    fabric_state: str | None = None
+    fabric_status: str | None = None  # fabric.status: "Success", or the error, once the state is completed
+    fabric_health: str | None = None  # fabric.health.summary: "healthy", "unhealthy", "limited_capacity"
     utilization_pct: float | None = None
     memory_utilization_pct: float | None = None
     power_w: float | None = None  # median of the samples' power.draw
@@ -137,6 +165,7 @@ class GpuReading:
     sm_clock_mhz: float | None = None
     clock_event_reasons_mask: int | None = None  # every reason active in any sample (OR of the masks)
     temperature_c: float | None = None
+    memory_temperature_c: float | None = None
     pstate: str | None = None  # the last sample's
     pcie_gen: int | None = None  # lower median: a generation the link really ran at
     pcie_width: int | None = None
