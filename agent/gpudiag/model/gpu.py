@@ -20,6 +20,11 @@ CLOCK_EVENT_REASONS: tuple[tuple[int, str], ...] = (
     (0x40, "hw_thermal_slowdown"),
     (0x80, "hw_power_brake_slowdown"),
     (0x100, "display_clock_setting"),
+    # Added by the newest drivers and bindings (nvml.h nvmlClocksEventReasonBoardLimit and ...Reliability;
+    # https://docs.nvidia.com/deploy/nvml-api/api/group__nvmlClocksEventReasons.html): before, these bits
+    # read "0x200" and "0x400".
+    (0x200, "board_limit"),
+    (0x400, "reliability"),
 )
 _REASON_BIT = {name: bit for bit, name in CLOCK_EVENT_REASONS}
 

@@ -174,6 +174,12 @@ def test_reason_bits_decode_in_order_and_keep_unknown_bits() -> None:
     assert decode_reasons(None) == ()
 
 
+def test_the_newest_drivers_reason_bits_decode_by_name() -> None:
+    """nvml.h's nvmlClocksEventReasonBoardLimit (0x200) and ...Reliability (0x400): before, "0x600"."""
+    assert decode_reasons(0x601) == ("gpu_idle", "board_limit", "reliability")
+    assert decode_reasons(0x1200) == ("board_limit", "0x1000")
+
+
 @pytest.mark.parametrize("stdout", [b"", b"not json", b'{"schema": "other/1"}', b"[1, 2]"])
 def test_not_a_probe_document(stdout: bytes) -> None:
     with pytest.raises(ProbeFormatError):
