@@ -13,7 +13,7 @@ NVML reference: https://docs.nvidia.com/deploy/nvml-api/ (nvmlDevice* queries).
 
 import time
 
-from . import gpm, readings
+from . import gpm, links, readings
 
 
 class NvmlUnavailable(Exception):
@@ -299,6 +299,7 @@ def collect(pynvml, samples, interval_s, watcher=None):
                 out["gpus"].append({"index": index, "lost": True, "error": str(exc)})
         watch = _Watch(r, handles, watcher)
         watch.start(handles)
+        nvlink_end = links.nvml_window(r, handles)  # the links' counters now, and again at the end
         start_energy = {}
         # One sample has no window to average over (and the counter reads cost an H200 4 ms each).
         for index, handle in list(handles.items()) if samples > 1 else ():
@@ -328,6 +329,9 @@ def collect(pynvml, samples, interval_s, watcher=None):
             if begin is not None and end is not None and end[0] > begin[0]:
                 out["energy"].append({"index": index, "window_s": round(end[0] - begin[0], 3),
                                       "energy_mj": end[1] - begin[1]})
+        nvlink = nvlink_end(handles)
+        if nvlink:
+            out["nvlink"] = nvlink
         watch.finish(handles, out)
         return out
     finally:

@@ -23,7 +23,7 @@ import re
 import sys
 import time
 
-from . import proc, readings
+from . import links, proc, readings
 
 SCHEMA = "gpudiag.probe/2"  # 2: NVML rows keyed by the readings' names (readings.py)
 
@@ -170,6 +170,7 @@ def collect(samples, interval_s, call_timeout_s, doc=None, watcher=None):
     if len(later) < len(chosen):
         doc["later_fields"] = [[logical, name] for logical, name in later]
     cuda = None
+    nvlink_start, has_links = None, False
     start = time.monotonic()
     for i in range(samples):
         due = start + i * interval_s
@@ -184,6 +185,8 @@ def collect(samples, interval_s, call_timeout_s, doc=None, watcher=None):
             # no devices / no driver / no NVML: asking again says nothing new (nor would the header); a hung
             # call (recorded in proc.HUNG) would hang again and cost the rest of the deadline.
             break
+        if i == 0 and code == 0:
+            nvlink_start, has_links = links.smi_start(smi, call_timeout_s)
         if i == 0 and watcher is not None and code == 0:
             found = smi_processes(smi, doc, call_timeout_s)
             doc["processes_from"] = "nvidia-smi"
@@ -196,6 +199,8 @@ def collect(samples, interval_s, call_timeout_s, doc=None, watcher=None):
             cuda = _in_thread(doc, lambda found=driver: _set_cuda_version(doc, smi, found, call_timeout_s))
     if cuda is not None:
         cuda.join()
+    if nvlink_start is not None and has_links:  # only a node whose GPUs list links pays the end's calls
+        doc["nvlink_smi"] = links.smi_end(smi, nvlink_start, call_timeout_s)
     return doc
 
 
@@ -519,6 +524,9 @@ def collect_round(config, kept):
     elif config.get("context"):
         extras.append(_in_thread(doc, lambda: collect_context(doc, call_timeout_s, with_topology=gate is None)))
     watcher = _Watcher(doc) if config.get("gpus", True) and config.get("processes", True) else None
+    fabric_manager = links.fabric_manager() if config.get("gpus", True) else None
+    if fabric_manager is not None:
+        doc["fabric_manager"] = fabric_manager
     if not config.get("gpus", True):
         doc["nvidia_smi"] = {"path": None, "status": "skipped"}
     elif source == "nvidia-smi" or not _nvml_bounded(doc, samples, interval_s, call_timeout_s, watcher):

@@ -65,6 +65,28 @@ class GpuSample:
     memory_used_mib: float | None = None  # memory.used
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NvLink:
+    """One NVLink of a GPU over the sampling window: its state at the window's end and its error counters
+    (CRC, replay, recovery: since the driver loaded) at the end, with how much each rose within the window.
+    None: not reported (the driver gave no value, or only one end of the window was read)."""
+
+    link: int
+    active: bool | None = None
+    crc_errors: int | None = None
+    replay_errors: int | None = None
+    recovery_errors: int | None = None
+    crc_errors_rise: int | None = None  # end minus start of the window
+    replay_errors_rise: int | None = None
+    recovery_errors_rise: int | None = None
+
+    def rises(self) -> tuple[tuple[str, int], ...]:
+        """(counter, rise) of the counters that rose within the window: ("crc", 12)."""
+        return tuple((name, rise) for name, rise in (("crc", self.crc_errors_rise),
+                                                     ("replay", self.replay_errors_rise),
+                                                     ("recovery", self.recovery_errors_rise)) if rise)
+
+
 class PowerSource(str, enum.Enum):
     """Where a GPU's power figure comes from, best first."""
 
@@ -187,6 +209,9 @@ class GpuReading:
     sm_activity_from: str | None = None  # "nvml gpm" or "dcgm"
     sm_activity_unavailable: str | None = None  # why GPM gave none for this GPU ("not supported", MIG...)
     samples: tuple[GpuSample, ...] = ()
+    # NVLink per link (gpudiag_node.links); () where the GPU has none or they were not read
+    nvlinks: tuple[NvLink, ...] = ()
+    nvlink_window_s: float | None = None  # between the two reads of the counters
 
     @property
     def clock_event_reasons(self) -> tuple[str, ...]:

@@ -27,7 +27,7 @@ KIND_TYPES = {"number": float, "int": int, "mask": int, "text": str, "cc": str, 
 # Model fields of GpuReading that are not readings of the table: derived, window-level, or DCGM's.
 NOT_READINGS = {"sm", "arch", "energy_power_w", "lost", "failed_readings", "samples", "sm_active_pct",
                 "sm_occupancy_pct", "tensor_active_pct", "dram_active_pct", "sm_activity_from",
-                "sm_activity_unavailable"}
+                "sm_activity_unavailable", "nvlinks", "nvlink_window_s"}
 
 
 def _types(cls: type) -> dict[str, object]:
