@@ -122,8 +122,8 @@ def parse_links(doc: Mapping[str, Any]) -> tuple[dict[int, tuple[NvLink, ...]], 
     nvidia-smi's), and the window between the two reads of the counters."""
     nvml = mapping(mapping(doc.get("nvml")).get("nvlink"))
     if nvml:
-        return (_links(_from_nvml(mapping(nvml.get("start"))), _from_nvml(mapping(nvml.get("end")))),
-                seconds(nvml.get("window_s")))
+        links = _links(_from_nvml(mapping(nvml.get("start"))), _from_nvml(mapping(nvml.get("end"))))
+        return links, seconds(nvml.get("window_s")) if links else None
     smi = mapping(doc.get("nvlink_smi"))
     if not smi:
         return {}, None
@@ -132,4 +132,5 @@ def parse_links(doc: Mapping[str, Any]) -> tuple[dict[int, tuple[NvLink, ...]], 
     for gpu, states in _smi_states(text(mapping(smi.get("status")).get("stdout")) or "").items():
         if gpu in end or len(end) < MAX_GPUS:
             end.setdefault(gpu, {name: {} for name in COUNTERS})["active"] = dict(states)
-    return _links(start, end), seconds(smi.get("window_s"))
+    links = _links(start, end)
+    return links, seconds(smi.get("window_s")) if links else None
