@@ -78,9 +78,11 @@ class _Reader(object):
     def struct(self, name, handle):
         """A getter of ``readings.STRUCT_GETTERS``: the struct it fills, in the newest version the driver
         takes; None when not applicable (a GPU that needs no fabric)."""
-        fn = getattr(self.nv, name, None)
+        fn = getattr(self.nv, name, None) if hasattr(self.nv, "byref") else None  # pynvml's ctypes byref
         mismatch = getattr(self.nv, "NVMLError_ArgumentVersionMismatch", None)
-        for cls_name, version in readings.STRUCT_GETTERS[name] if fn is not None else ():
+        if fn is None:
+            return None
+        for cls_name, version in readings.STRUCT_GETTERS[name]:
             cls = getattr(self.nv, cls_name, None)
             if cls is None or (version is not None and not hasattr(self.nv, version)):
                 continue
@@ -88,7 +90,9 @@ class _Reader(object):
             if version is not None:
                 filled.version = getattr(self.nv, version)
             try:
-                fn(handle, filled)
+                # By reference: the C function fills the struct it points to. Passing none (or the struct by
+                # value) crashes the interpreter with SIGSEGV on driver 580 (captured on the H200).
+                fn(handle, self.nv.byref(filled))
             except self.lost:
                 raise
             except self.not_applicable:

@@ -42,7 +42,7 @@ MILLI = 0.001
 
 
 def _r(name, smi, nvml=None, scale=1.0, kind="number", per_sample=True, combine="median"):
-    return Reading(name, tuple(smi), nvml, scale, kind, per_sample, combine)
+    return Reading(name, tuple(smi), nvml, scale, kind, per_sample, combine, False)
 
 
 def _static(name, smi, nvml=None, scale=1.0, kind="number"):
@@ -75,12 +75,14 @@ ENUM_ALIASES = {"reset": "gpu_reset", "reboot": "node_reboot", "drain_p2p_and_re
 
 
 def enum_name(reading_name, number):
+    # type: (str, int) -> str
     """NVML's number of an ``enum`` reading → its name (``unknown_<n>`` past the names known here)."""
     names = ENUMS[reading_name]
     return names[number] if 0 <= number < len(names) else "unknown_%d" % number
 
 
 def enum_from_words(words):
+    # type: (str) -> str | None
     """nvidia-smi's words of an ``enum`` reading ("GPU Reset", "Exclusive_Process") → its name."""
     name = "_".join(words.strip().lower().replace("-", " ").split())
     return ENUM_ALIASES.get(name, name)

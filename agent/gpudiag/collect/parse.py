@@ -427,7 +427,7 @@ def parse_dcgm(dmon: str) -> dict[int, dict[str, float]]:
     Data lines read ``GPU 0  0.012  0.015  0.000  0.001`` (ratios 0-1); ``N/A`` is "not reported".
     """
     values: dict[int, dict[str, list[float]]] = {}
-    ratio = Reading("ratio", (), None, 1.0, "number", True, "median")
+    ratio = Reading("ratio", (), None, 1.0, "number", True, "median", False)
     for line in dmon.splitlines():
         parts = line.split()
         if len(parts) != 2 + len(_DCGM_FIELDS) or parts[0] != "GPU" or not parts[1].isdigit():

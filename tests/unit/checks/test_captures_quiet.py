@@ -21,16 +21,17 @@ NEW_CODES = {"ROW_REMAP_PENDING", "ROW_REMAP_FAILED", "RETIRED_PAGES_PENDING", "
              "RECOVERY_ACTION", "NVLINK_DOWN", "NVLINK_ERRORS", "FABRIC_NOT_READY", "PERSISTENCE_OFF"}
 
 
-def fields_tsv_document(folder: Path) -> dict[str, object]:
-    """A one-sample nvidia-smi document of every field the collector asks for, its value taken from
-    ``fields.tsv`` (each field queried alone, ``nounits``, on the real H200)."""
+def field_capture_document(path: Path, help_text: str) -> dict[str, object]:
+    """A one-sample nvidia-smi document of every field the collector asks for, each value taken from a
+    field-by-field capture of the real H200: ``fields.tsv`` (field, exit, header, with units, ``nounits``)
+    or ``every_field.csv`` (field, exit, value as ``csv,noheader`` prints it, units and all)."""
     values = {}
-    for line in (folder / "fields.tsv").read_text().splitlines():
+    for line in path.read_text().splitlines():
         cells = line.split("\t")
-        if len(cells) >= 5:
-            values[cells[0]] = cells[4]
+        if len(cells) >= 3:
+            values[cells[0]] = cells[4] if len(cells) >= 5 else cells[2]
     values.setdefault("clocks.sm", values.get("clocks.current.sm", ""))
-    chosen = choose_fields(known_fields((folder / "help-query-gpu.txt").read_text()))
+    chosen = choose_fields(known_fields(help_text))
     row = ", ".join(values[name] for _, name in chosen)
     return {"schema": PROBE_SCHEMA, "collector": "python", "host": {"hostname": "h200", "kernel": "6"},
             "nvidia_smi": {"path": "/usr/bin/nvidia-smi", "help_exit": 0},
@@ -51,8 +52,9 @@ def captures() -> list[tuple[str, list[NodeReadings]]]:
         elif doc.get("schema") in SWEEP_SCHEMAS_READ:
             nodes = [h.readings for h in from_document(doc).hosts if h.readings is not None]
             found.append((str(path.relative_to(DATA)), nodes))
-    for tsv in sorted(DATA.rglob("fields.tsv")):
-        found.append((str(tsv.relative_to(DATA)), [parse_probe(fields_tsv_document(tsv.parent))]))
+    help_text = (DATA / "h200_580.159_fields" / "help-query-gpu.txt").read_text()  # the same driver's
+    for capture in sorted([*DATA.rglob("fields.tsv"), *DATA.rglob("every_field.csv")]):
+        found.append((str(capture.relative_to(DATA)), [parse_probe(field_capture_document(capture, help_text))]))
     return found
 
 
@@ -87,3 +89,15 @@ def test_the_field_capture_reads_the_healthy_values() -> None:
     assert (g.fabric_state, g.fabric_status, g.fabric_health) == (None, None, None)  # N/A: no fabric in this VM
     assert (g.memory_temperature_c, g.temperature_c) == (36.0, 33.0)
     assert g.nvlinks == () and g.failed_readings == ()
+
+
+def test_the_health_capture_reads_the_healthy_values_and_the_aggregate_quirk() -> None:
+    """bench/device_capture.sh's every field of the H200 (tests/data/h200_580.159_health): the same healthy
+    values; nvidia-smi's aggregate uncorrected total reads 2 (SRAM, L2: since manufacture) where NVML's
+    total reads 0 - evidence only, no finding rests on it."""
+    (node,) = dict(CAPTURES)["h200_580.159_health/every_field.csv"]
+    (g,) = node.gpus
+    assert (g.remapped_rows_pending, g.remapped_rows_failure, g.ecc_mode_enabled, g.gpu_recovery_action) == (
+        False, False, True, "none")
+    assert (g.ecc_uncorrected, g.ecc_uncorrected_aggregate, g.memory_temperature_c) == (0, 2, 35.0)
+    assert (g.memory_total_mib, g.power_w) == (143771.0, 78.25)  # values with units, as csv,noheader prints them

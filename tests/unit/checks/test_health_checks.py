@@ -26,11 +26,12 @@ from gpudiag.model import Finding, HostStatus, NodeReadings, NvLink, Severity
 
 S = CheckSettings()
 # The healthy H200 of tests/data/h200_580.159_fields (fields.tsv): what a GPU with none of the faults reads.
-HEALTHY = dict(remapped_rows_correctable=0, remapped_rows_uncorrectable=0, remapped_rows_pending=False,
-               remapped_rows_failure=False, ecc_mode_enabled=True, ecc_mode_pending_enabled=True, ecc_corrected=0,
-               ecc_uncorrected_aggregate=0, ecc_corrected_aggregate=0, gpu_recovery_action="none",
-               persistence_mode_enabled=True, compute_mode="default", mig_mode_enabled=False,
-               mig_mode_pending_enabled=False, fabric_state="not_supported")
+HEALTHY: dict[str, object] = {
+    "remapped_rows_correctable": 0, "remapped_rows_uncorrectable": 0, "remapped_rows_pending": False,
+    "remapped_rows_failure": False, "ecc_mode_enabled": True, "ecc_mode_pending_enabled": True, "ecc_corrected": 0,
+    "ecc_uncorrected_aggregate": 0, "ecc_corrected_aggregate": 0, "gpu_recovery_action": "none",
+    "persistence_mode_enabled": True, "compute_mode": "default", "mig_mode_enabled": False,
+    "mig_mode_pending_enabled": False, "fabric_state": "not_supported"}
 MEMORY = {"remapped_rows_correctable": 0, "remapped_rows_uncorrectable": 1, "remapped_rows_pending": True,
           "remapped_rows_failure": False, "ecc_uncorrected": 1, "ecc_uncorrected_aggregate": 1}
 
@@ -128,8 +129,8 @@ def _links(*active: bool) -> tuple[NvLink, ...]:
 
 
 def test_a_link_down_that_its_peers_have_up() -> None:
-    node = _node(healthy(index=0, nvlinks=_links(True, True, True)), healthy(index=1, nvlinks=_links(True, False, True)),
-                 healthy(index=2, nvlinks=_links(True, True, True)))
+    node = _node(healthy(index=0, nvlinks=_links(True, True, True)),
+                 healthy(index=1, nvlinks=_links(True, False, True)), healthy(index=2, nvlinks=_links(True, True, True)))
     assert nvlink_down("n1", node, S) == (Finding(
         code="NVLINK_DOWN", severity=Severity.CRITICAL, host="n1", gpu=1,
         summary="NVLink link 1 is inactive while GPUs 0,2 have it active (2 of 3 links up): GPU-to-GPU traffic "

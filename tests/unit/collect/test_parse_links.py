@@ -5,9 +5,12 @@ chapter: ``\\t Link 0: Replay Errors: 0``; ``\\t Link 0: 26.562 GB/s``, ``\\t Li
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from gpudiag.collect.parse import parse_probe
 from gpudiag.collect.parse_links import parse_links
 from gpudiag.model import NvLink
+from gpudiag_node.links import _LINK
 
 
 def errors(crc: tuple[int, ...], replay: tuple[int, ...] = (0, 0), recovery: tuple[int, ...] = (0, 0)) -> str:
@@ -63,3 +66,13 @@ def test_the_links_land_on_their_gpu_of_a_probe_document() -> None:
                         **doc(errors((0, 0)), errors((0, 0)))})
     (g,) = node.gpus
     assert [(link.link, link.active) for link in g.nvlinks] == [(0, True), (1, False)] and g.nvlink_window_s == 2.1
+
+
+def test_the_one_gpu_h200_prints_nothing_for_nvlink() -> None:
+    """The real answers of nvidia-smi nvlink -e / -s on the H200 VM (tests/data/h200_580.159_health): empty,
+    exit 0. The collector would not even make the end's calls; the parser gives no links either way."""
+    health = Path(__file__).resolve().parents[2] / "data" / "h200_580.159_health"
+    recorded = {name: (health / f"sminvlink__{name}.txt").read_text() for name in ("e", "s")}
+    assert recorded == {"e": "exit 0\n", "s": "exit 0\n"}  # the capture script's exit line alone
+    assert parse_links(doc("", "", "")) == ({}, None)
+    assert _LINK.search("") is None

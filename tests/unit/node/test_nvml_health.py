@@ -48,7 +48,7 @@ def healthy_h200(**over: Any) -> types.ModuleType:
         setattr(nv, name, (lambda v: lambda *a: v)(value))
     if links is not None:
         field_values[nv.NVML_FI_DEV_NVLINK_LINK_COUNT] = links["count"]
-        setattr(nv, "nvmlDeviceGetNvLinkState", lambda h, link: links["active"][link])
+        nv.nvmlDeviceGetNvLinkState = lambda h, link: links["active"][link]  # type: ignore[attr-defined]
     fabric = answers.get("fabric")
 
     def fabric_info(handle: Any, filled: FabricV3) -> int:
@@ -58,6 +58,7 @@ def healthy_h200(**over: Any) -> types.ModuleType:
         return 0
 
     nv.nvmlDeviceGetGpuFabricInfoV = fabric_info  # type: ignore[attr-defined]
+    nv.byref = lambda filled: filled  # type: ignore[attr-defined]  # ctypes.byref; the fake fills it in place
     nv.c_nvmlGpuFabricInfo_v3_t = FabricV3  # type: ignore[attr-defined]
     reads = {"n": 0}
 
