@@ -130,7 +130,8 @@ def _links(*active: bool) -> tuple[NvLink, ...]:
 
 def test_a_link_down_that_its_peers_have_up() -> None:
     node = _node(healthy(index=0, nvlinks=_links(True, True, True)),
-                 healthy(index=1, nvlinks=_links(True, False, True)), healthy(index=2, nvlinks=_links(True, True, True)))
+                 healthy(index=1, nvlinks=_links(True, False, True)),
+                 healthy(index=2, nvlinks=_links(True, True, True)))
     assert nvlink_down("n1", node, S) == (Finding(
         code="NVLINK_DOWN", severity=Severity.CRITICAL, host="n1", gpu=1,
         summary="NVLink link 1 is inactive while GPUs 0,2 have it active (2 of 3 links up): GPU-to-GPU traffic "
