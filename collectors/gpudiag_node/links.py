@@ -9,8 +9,9 @@ counters (CRC, replay, recovery) at both ends of the window, the links' state at
   link as scope), ``nvmlDeviceGetNvLinkErrorCounter`` where the binding lacks those fields, and
   ``nvmlDeviceGetNvLinkState`` per link at the end. A GPU without NVLink (a PCIe card, the one-GPU H200 VM:
   NotSupported) costs one call.
-* nvidia-smi (``smi_start`` / ``smi_end``, only when NVML cannot be used): ``nvidia-smi nvlink -e`` at the
-  start; only if it lists a link, ``nvlink -e`` and ``nvlink -s`` once each at the end. The raw text goes in
+* nvidia-smi (``smi_start`` / ``smi_end``, only when NVML cannot be used, and only on a node of several
+  GPUs): ``nvidia-smi nvlink -e`` at the start; only if it lists a link, ``nvlink -e`` and ``nvlink -s`` once
+  each at the end. The raw text goes in
   the document; the controller parses it (``gpudiag.collect.parse_links``).
 * The fabric manager (``fabric_manager``): only where NVSwitches are present (``/dev/nvidia-nvswitch<N>``,
   HGX H100/H200/B200), whether ``nv-fabricmanager`` runs (a scan of ``/proc/<pid>/comm``, no systemctl).
@@ -136,22 +137,22 @@ def smi_end(smi, first, timeout_s):
     return {"window_s": round(end["t"] - first["t"], 3), "start": first, "end": end, "status": status}
 
 
-def fabric_manager():
+def fabric_manager(dev="/dev", proc_root="/proc"):
     """{"nvswitches": N, "running": bool} where NVSwitches are present; None elsewhere (nothing read)."""
     try:
-        nvswitches = [n for n in os.listdir("/dev") if re.match(r"nvidia-nvswitch\d+$", n)]
+        nvswitches = [n for n in os.listdir(dev) if re.match(r"nvidia-nvswitch\d+$", n)]
     except OSError:
         return None
     if not nvswitches:
         return None
     running = False
     try:
-        pids = [n for n in os.listdir("/proc") if n.isdigit()]
+        pids = [n for n in os.listdir(proc_root) if n.isdigit()]
     except OSError:
         pids = []
     for pid in pids:
         try:
-            with open("/proc/%s/comm" % pid) as f:
+            with open(os.path.join(proc_root, pid, "comm")) as f:
                 if f.read().strip() == "nv-fabricmanager":
                     running = True
                     break

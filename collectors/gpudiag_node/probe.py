@@ -185,7 +185,9 @@ def collect(samples, interval_s, call_timeout_s, doc=None, watcher=None):
             # no devices / no driver / no NVML: asking again says nothing new (nor would the header); a hung
             # call (recorded in proc.HUNG) would hang again and cost the rest of the deadline.
             break
-        if i == 0 and code == 0:
+        if i == 0 and code == 0 and len([line for line in out.splitlines() if line.strip()]) > 1:
+            # NVLink through nvidia-smi costs a call (~20 ms of CPU), paid only where a link can matter: a
+            # one-GPU node has no peer on it to judge a link against.
             nvlink_start, has_links = links.smi_start(smi, call_timeout_s)
         if i == 0 and watcher is not None and code == 0:
             found = smi_processes(smi, doc, call_timeout_s)
