@@ -9,9 +9,10 @@ counters (CRC, replay, recovery) at both ends of the window, the links' state at
   link as scope), ``nvmlDeviceGetNvLinkErrorCounter`` where the binding lacks those fields, and
   ``nvmlDeviceGetNvLinkState`` per link at the end. A GPU without NVLink (a PCIe card, the one-GPU H200 VM:
   NotSupported) costs one call.
-* nvidia-smi (``smi_start`` / ``smi_end``, only when NVML cannot be used, and only on a node of several
-  GPUs): ``nvidia-smi nvlink -e`` at the start; only if it lists a link, ``nvlink -e`` and ``nvlink -s`` once
-  each at the end. The raw text goes in
+* nvidia-smi (``smi_start`` / ``smi_end``, only when NVML cannot be used, and only on an NVLink-fabric node:
+  NVSwitches, or a GPU that reports a fabric state): ``nvidia-smi nvlink -e`` at the start; only if it lists a
+  link, ``nvlink -e`` and ``nvlink -s`` once each at the end. A PCIe pair joined by an NVLink bridge has its
+  links read through NVML only. The raw text goes in
   the document; the controller parses it (``gpudiag.collect.parse_links``).
 * The fabric manager (``fabric_manager``): only where NVSwitches are present (``/dev/nvidia-nvswitch<N>``,
   HGX H100/H200/B200), whether ``nv-fabricmanager`` runs (a scan of ``/proc/<pid>/comm``, no systemctl).

@@ -185,9 +185,10 @@ def collect(samples, interval_s, call_timeout_s, doc=None, watcher=None):
             # no devices / no driver / no NVML: asking again says nothing new (nor would the header); a hung
             # call (recorded in proc.HUNG) would hang again and cost the rest of the deadline.
             break
-        if i == 0 and code == 0 and len([line for line in out.splitlines() if line.strip()]) > 1:
-            # NVLink through nvidia-smi costs a call (~20 ms of CPU), paid only where a link can matter: a
-            # one-GPU node has no peer on it to judge a link against.
+        if i == 0 and code == 0 and _nvlink_fabric(doc):
+            # NVLink through nvidia-smi costs a call (~25 ms of CPU, a fifth of the collector), paid only on
+            # the NVLink-fabric nodes (NVSwitches, or a GPU that reports a fabric state: HGX, GB200). NVML, the
+            # usual path, reads the links of every node for next to nothing.
             nvlink_start, has_links = links.smi_start(smi, call_timeout_s)
         if i == 0 and watcher is not None and code == 0:
             found = smi_processes(smi, doc, call_timeout_s)
@@ -204,6 +205,16 @@ def collect(samples, interval_s, call_timeout_s, doc=None, watcher=None):
     if nvlink_start is not None and has_links:  # only a node whose GPUs list links pays the end's calls
         doc["nvlink_smi"] = links.smi_end(smi, nvlink_start, call_timeout_s)
     return doc
+
+
+_NO_FABRIC = ("", "n/a", "[n/a]", "not supported", "[not supported]")
+
+
+def _nvlink_fabric(doc):
+    """Whether the node's GPUs sit on an NVLink fabric: NVSwitches found, or a GPU reporting a fabric state."""
+    if doc.get("fabric_manager"):
+        return True
+    return any(str(row.get("fabric_state", "")).strip().lower() not in _NO_FABRIC for row in _rows_read(doc))
 
 
 def _set_cuda_version(doc, smi, driver_version, timeout_s):

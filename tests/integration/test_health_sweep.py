@@ -35,7 +35,8 @@ def health_sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
             options = SweepOptions(samples=3, interval_s=0.1, deadline_s=20.0, settings=CheckSettings())
             transport = SshTransport(SshOptions(connect_timeout_s=5.0, ssh_config=[]))
             report = asyncio.run(sweep(hosts, transport, options))
-            yield {h.host: h for h in report.hosts}
+            calls = {path.name: int(path.read_text() or 0) for path in cluster.state_dir.glob("nvlink-*")}
+            yield {**{h.host: h for h in report.hosts}, "nvlink calls": calls}  # type: ignore[dict-item]
     except SshdUnavailable as exc:
         pytest.skip(str(exc))
 
@@ -61,6 +62,15 @@ def test_each_finding_fires_on_its_scenario(health_sweep: dict[str, HostReport],
     host = health_sweep[scenario]
     assert host.readings is not None and len(host.gpus) == 8, host.error
     assert new(host) == expected
+
+
+def test_nvidia_smi_reads_nvlink_only_on_the_fabric_nodes(health_sweep: dict[str, HostReport]) -> None:
+    """Each call costs the node ~25 ms of CPU: the NVLink-fabric nodes (fabric.state reported) make one
+    nvlink -e at each end of the window and one nvlink -s; the 8-GPU nodes without a fabric make none."""
+    calls: dict[str, int] = health_sweep["nvlink calls"]  # type: ignore[assignment]
+    assert calls == {"nvlink-e-127.0.0.7-nvlink_down": 2, "nvlink-s-127.0.0.7-nvlink_down": 1,
+                     "nvlink-e-127.0.0.8-nvlink_errors": 2, "nvlink-s-127.0.0.8-nvlink_errors": 1,
+                     "nvlink-e-127.0.0.9-fabric_in_progress": 1}
 
 
 def test_the_findings_carry_the_documented_values(health_sweep: dict[str, HostReport]) -> None:
