@@ -115,6 +115,28 @@ READINGS = (
             (("nvmlDeviceGetTotalEccErrors",), ("NVML_MEMORY_ERROR_TYPE_UNCORRECTED", "NVML_VOLATILE_ECC"), None),
             kind="int"),
     _static("memory_total_mib", ["memory.total"], (("nvmlDeviceGetMemoryInfo",), (), "total"), MIB),
+    # What moves: read at every sample.
+    _r("utilization_pct", ["utilization.gpu"], (("nvmlDeviceGetUtilizationRates",), (), "gpu")),
+    _r("memory_utilization_pct", ["utilization.memory"], (("nvmlDeviceGetUtilizationRates",), (), "memory")),
+    # power.draw is a 1-second average on Ampere and newer (NVML's GetPowerUsage too); power.draw.instant is
+    # the instantaneous draw (NVML_FI_DEV_POWER_INSTANT), which shows the spikes the average smooths away.
+    _r("power_w", ["power.draw"], (("nvmlDeviceGetPowerUsage",), (), None), MILLI),
+    _r("power_instant_w", ["power.draw.instant"],
+       (("nvmlDeviceGetFieldValues",), ("NVML_FI_DEV_POWER_INSTANT",), None), MILLI),
+    _r("sm_clock_mhz", ["clocks.sm", "clocks.current.sm"], (("nvmlDeviceGetClockInfo",), ("NVML_CLOCK_SM",), None)),
+    # Renamed from "throttle" to "event" reasons in newer drivers and bindings; both give the same bit mask.
+    _r("clock_event_reasons_mask", ["clocks_event_reasons.active", "clocks_throttle_reasons.active"],
+       (("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"), (), None),
+       kind="mask", combine="any"),
+    _r("temperature_c", ["temperature.gpu"], (("nvmlDeviceGetTemperature",), ("NVML_TEMPERATURE_GPU",), None)),
+    _r("pstate", ["pstate"], (("nvmlDeviceGetPerformanceState",), (), None), kind="pstate", combine="last"),
+    _r("pcie_gen", ["pcie.link.gen.current", "pcie.link.gen.gpucurrent"],
+       (("nvmlDeviceGetCurrPcieLinkGeneration",), (), None), kind="int", combine="lower_median"),
+    _r("pcie_width", ["pcie.link.width.current"], (("nvmlDeviceGetCurrPcieLinkWidth",), (), None), kind="int",
+       combine="lower_median"),
+    _r("memory_used_mib", ["memory.used"], (("nvmlDeviceGetMemoryInfo",), (), "used"), MIB, combine="last"),
+    # Issue 20's readings come last, so that the older ones keep their CSV columns. The HBM temperature moves:
+    _r("memory_temperature_c", ["temperature.memory"], _field("NVML_FI_DEV_MEMORY_TEMP")),  # HBM, where reported
     # Memory health (issue 20): row remapping (Ampere and newer), page retirement (before Ampere), ECC.
     # https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/ ; the driver keeps the aggregate counts
     # across driver loads (in the InfoROM), the volatile ones since the driver loaded.
@@ -154,27 +176,6 @@ READINGS = (
     _once("fabric_status", ["fabric.status"], (_FABRIC, (), "status_text"), kind="text"),
     _once("fabric_health", ["fabric.health.summary"], (("nvmlDeviceGetGpuFabricInfoV",), (), "healthSummary"),
           kind="enum"),
-    # What moves: read at every sample.
-    _r("utilization_pct", ["utilization.gpu"], (("nvmlDeviceGetUtilizationRates",), (), "gpu")),
-    _r("memory_utilization_pct", ["utilization.memory"], (("nvmlDeviceGetUtilizationRates",), (), "memory")),
-    # power.draw is a 1-second average on Ampere and newer (NVML's GetPowerUsage too); power.draw.instant is
-    # the instantaneous draw (NVML_FI_DEV_POWER_INSTANT), which shows the spikes the average smooths away.
-    _r("power_w", ["power.draw"], (("nvmlDeviceGetPowerUsage",), (), None), MILLI),
-    _r("power_instant_w", ["power.draw.instant"],
-       (("nvmlDeviceGetFieldValues",), ("NVML_FI_DEV_POWER_INSTANT",), None), MILLI),
-    _r("sm_clock_mhz", ["clocks.sm", "clocks.current.sm"], (("nvmlDeviceGetClockInfo",), ("NVML_CLOCK_SM",), None)),
-    # Renamed from "throttle" to "event" reasons in newer drivers and bindings; both give the same bit mask.
-    _r("clock_event_reasons_mask", ["clocks_event_reasons.active", "clocks_throttle_reasons.active"],
-       (("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"), (), None),
-       kind="mask", combine="any"),
-    _r("temperature_c", ["temperature.gpu"], (("nvmlDeviceGetTemperature",), ("NVML_TEMPERATURE_GPU",), None)),
-    _r("memory_temperature_c", ["temperature.memory"], _field("NVML_FI_DEV_MEMORY_TEMP")),  # HBM, where reported
-    _r("pstate", ["pstate"], (("nvmlDeviceGetPerformanceState",), (), None), kind="pstate", combine="last"),
-    _r("pcie_gen", ["pcie.link.gen.current", "pcie.link.gen.gpucurrent"],
-       (("nvmlDeviceGetCurrPcieLinkGeneration",), (), None), kind="int", combine="lower_median"),
-    _r("pcie_width", ["pcie.link.width.current"], (("nvmlDeviceGetCurrPcieLinkWidth",), (), None), kind="int",
-       combine="lower_median"),
-    _r("memory_used_mib", ["memory.used"], (("nvmlDeviceGetMemoryInfo",), (), "used"), MIB, combine="last"),
 )
 
 # Read per GPU by nvidia-smi but a fact of the node (NVML: nvmlSystemGetDriverVersion).
