@@ -208,10 +208,10 @@ class GpuReading:
     dram_active_pct: float | None = None
     sm_activity_from: str | None = None  # "nvml gpm" or "dcgm"
     sm_activity_unavailable: str | None = None  # why GPM gave none for this GPU ("not supported", MIG...)
-    samples: tuple[GpuSample, ...] = ()
     # NVLink per link (gpudiag_node.links); () where the GPU has none or they were not read
     nvlinks: tuple[NvLink, ...] = ()
     nvlink_window_s: float | None = None  # between the two reads of the counters
+    samples: tuple[GpuSample, ...] = ()
 
     @property
     def clock_event_reasons(self) -> tuple[str, ...]:
