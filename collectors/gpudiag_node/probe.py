@@ -207,14 +207,15 @@ def collect(samples, interval_s, call_timeout_s, doc=None, watcher=None):
     return doc
 
 
-_NO_FABRIC = ("", "n/a", "[n/a]", "not supported", "[not supported]")
+# The fabric states of a GPU that sits on an NVLink fabric (not "not_supported", nor nvidia-smi's N/A).
+_ON_FABRIC = frozenset(readings.ENUMS["fabric_state"][1:])
 
 
 def _nvlink_fabric(doc):
     """Whether the node's GPUs sit on an NVLink fabric: NVSwitches found, or a GPU reporting a fabric state."""
     if doc.get("fabric_manager"):
         return True
-    return any(str(row.get("fabric_state", "")).strip().lower() not in _NO_FABRIC for row in _rows_read(doc))
+    return any(readings.enum_from_words(str(row.get("fabric_state") or "")) in _ON_FABRIC for row in _rows_read(doc))
 
 
 def _set_cuda_version(doc, smi, driver_version, timeout_s):
