@@ -21,10 +21,10 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from gpudiag.collect.parse_links import parse_links
+from gpudiag.collect.parse_links import with_links
 from gpudiag.collect.parse_logs import parse_context, parse_logs
 from gpudiag.collect.parse_processes import parse_processes, with_gpm
-from gpudiag.collect.untrusted import MAX_INT, Claims, integer, items, mapping, seconds, short, text
+from gpudiag.collect.untrusted import MAX_INT, Claims, items, mapping, seconds, short, text
 from gpudiag.logs.plan import LogPlan
 from gpudiag.model import PROBE_SCHEMA, GpuReading, GpuSample, HungCall, NodeReadings, SmiStatus
 from gpudiag.model.arch import arch_name, parse_compute_capability, sm_name
@@ -245,24 +245,9 @@ def parse_probe(doc: Mapping[str, Any], *, output_truncated: bool = False,
     the configuration echoes its logs held (gpudiag/parse_logs.py).
     """
     claims = Claims()
-    node = _with_links(_parse_probe(doc, claims, output_truncated=output_truncated, log_plan=log_plan), doc)
+    node = with_links(_parse_probe(doc, claims, output_truncated=output_truncated, log_plan=log_plan), doc)
     excess = claims.problems()
     return dataclasses.replace(node, problems=node.problems + excess) if excess else node
-
-
-def _with_links(node: NodeReadings, doc: Mapping[str, Any]) -> NodeReadings:
-    """The node with its GPUs' NVLinks (gpudiag.collect.parse_links) and the fabric manager's state."""
-    links, window = parse_links(doc)
-    manager = mapping(doc.get("fabric_manager"))
-    running = manager.get("running")
-    if links:
-        node = dataclasses.replace(node, gpus=tuple(
-            dataclasses.replace(g, nvlinks=links[g.index], nvlink_window_s=window) if g.index in links else g
-            for g in node.gpus))
-    if manager:
-        node = dataclasses.replace(node, nvswitch_count=integer(manager.get("nvswitches")),
-                                   fabric_manager_running=running if isinstance(running, bool) else None)
-    return node
 
 
 def _parse_probe(doc: Mapping[str, Any], claims: Claims, *, output_truncated: bool,

@@ -15,12 +15,13 @@ and for ``-s`` ``\t Link 0: 26.562 GB/s`` (active) or ``\t Link 1: <inactive>``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from gpudiag.collect.untrusted import integer, items, mapping, seconds, text
-from gpudiag.model import NvLink
+from gpudiag.model import NodeReadings, NvLink
 
 MAX_LINKS = 36  # NVML_NVLINK_MAX_LINKS
 MAX_GPUS = 64
@@ -134,3 +135,18 @@ def parse_links(doc: Mapping[str, Any]) -> tuple[dict[int, tuple[NvLink, ...]], 
             end.setdefault(gpu, {name: {} for name in COUNTERS})["active"] = dict(states)
     links = _links(start, end)
     return links, seconds(smi.get("window_s")) if links else None
+
+
+def with_links(node: NodeReadings, doc: Mapping[str, Any]) -> NodeReadings:
+    """The node with its GPUs' NVLinks and the fabric manager's state (``fabric_manager``: NVSwitch nodes only)."""
+    links, window = parse_links(doc)
+    manager = mapping(doc.get("fabric_manager"))
+    running = manager.get("running")
+    if links:
+        node = dataclasses.replace(node, gpus=tuple(
+            dataclasses.replace(g, nvlinks=links[g.index], nvlink_window_s=window) if g.index in links else g
+            for g in node.gpus))
+    if manager:
+        node = dataclasses.replace(node, nvswitch_count=integer(manager.get("nvswitches")),
+                                   fabric_manager_running=running if isinstance(running, bool) else None)
+    return node
