@@ -23,12 +23,13 @@ import re
 import sys
 import time
 
-from . import proc, readings
+from . import links, proc, readings
 
 SCHEMA = "gpudiag.probe/2"  # 2: NVML rows keyed by the readings' names (readings.py)
 
 # Reading name -> the --query-gpu names that mean it, newest spelling first (from the table of readings).
 FIELDS = readings.smi_fields()
+ONCE = frozenset(r.name for r in readings.ONCE)
 
 # Where nvidia-smi lives when a non-interactive SSH session's PATH is minimal.
 EXTRA_SMI_DIRS = ("/usr/bin", "/usr/local/bin", "/usr/local/nvidia/bin", "/usr/lib/wsl/lib", "/opt/nvidia/bin")
@@ -162,7 +163,14 @@ def collect(samples, interval_s, call_timeout_s, doc=None, watcher=None):
         query = _query(smi, chosen)
         first = None
     doc["fields"] = [[logical, name] for logical, name in chosen]
+    # The readings read once (health, configuration) are asked for in the first call only: the later calls
+    # of the window ask for the rest ("later_fields"), so each costs what it did before them.
+    later = [(logical, name) for logical, name in chosen if logical not in ONCE]
+    later_query = _query(smi, later)
+    if len(later) < len(chosen):
+        doc["later_fields"] = [[logical, name] for logical, name in later]
     cuda = None
+    nvlink_start, has_links = None, False
     start = time.monotonic()
     for i in range(samples):
         due = start + i * interval_s
@@ -170,12 +178,18 @@ def collect(samples, interval_s, call_timeout_s, doc=None, watcher=None):
         if delay > 0:
             time.sleep(delay)
         t = time.monotonic() - start
-        code, out, err = first if (i == 0 and first is not None) else proc.run(query, call_timeout_s)
+        code, out, err = first if (i == 0 and first is not None) else proc.run(query if i == 0 else later_query,
+                                                                               call_timeout_s)
         doc["samples"].append({"t_s": round(t, 3), "exit": code, "stdout": out, "stderr": err})
         if code in (6, 9, 12, 127, proc.TIMED_OUT):
             # no devices / no driver / no NVML: asking again says nothing new (nor would the header); a hung
             # call (recorded in proc.HUNG) would hang again and cost the rest of the deadline.
             break
+        if i == 0 and code == 0 and _nvlink_fabric(doc):
+            # NVLink through nvidia-smi costs a call (~25 ms of CPU, a fifth of the collector), paid only on
+            # the NVLink-fabric nodes (NVSwitches, or a GPU that reports a fabric state: HGX, GB200). NVML, the
+            # usual path, reads the links of every node for next to nothing.
+            nvlink_start, has_links = links.smi_start(smi, call_timeout_s)
         if i == 0 and watcher is not None and code == 0:
             found = smi_processes(smi, doc, call_timeout_s)
             doc["processes_from"] = "nvidia-smi"
@@ -188,7 +202,20 @@ def collect(samples, interval_s, call_timeout_s, doc=None, watcher=None):
             cuda = _in_thread(doc, lambda found=driver: _set_cuda_version(doc, smi, found, call_timeout_s))
     if cuda is not None:
         cuda.join()
+    if nvlink_start is not None and has_links:  # only a node whose GPUs list links pays the end's calls
+        doc["nvlink_smi"] = links.smi_end(smi, nvlink_start, call_timeout_s)
     return doc
+
+
+# The fabric states of a GPU that sits on an NVLink fabric (not "not_supported", nor nvidia-smi's N/A).
+_ON_FABRIC = frozenset(readings.ENUMS["fabric_state"][1:])
+
+
+def _nvlink_fabric(doc):
+    """Whether the node's GPUs sit on an NVLink fabric: NVSwitches found, or a GPU reporting a fabric state."""
+    if doc.get("fabric_manager"):
+        return True
+    return any(readings.enum_from_words(str(row.get("fabric_state") or "")) in _ON_FABRIC for row in _rows_read(doc))
 
 
 def _set_cuda_version(doc, smi, driver_version, timeout_s):
@@ -468,11 +495,12 @@ def _rows_read(doc):
                 yield merged
         return
     names = [logical for logical, _ in doc.get("fields", [])]
-    for sample in doc.get("samples", []):
+    later = [logical for logical, _ in doc.get("later_fields", [])] or names
+    for i, sample in enumerate(doc.get("samples", [])):
         for line in sample.get("stdout", "").splitlines():
             cells = [c.strip() for c in line.split(",")]
-            if len(cells) == len(names):
-                yield dict(zip(names, cells))
+            if len(cells) == len(names if i == 0 else later):
+                yield dict(zip(names if i == 0 else later, cells))
 
 
 def looks_starved(doc, busy_pct, low_power_pct):
@@ -510,6 +538,9 @@ def collect_round(config, kept):
     elif config.get("context"):
         extras.append(_in_thread(doc, lambda: collect_context(doc, call_timeout_s, with_topology=gate is None)))
     watcher = _Watcher(doc) if config.get("gpus", True) and config.get("processes", True) else None
+    fabric_manager = links.fabric_manager() if config.get("gpus", True) else None
+    if fabric_manager is not None:
+        doc["fabric_manager"] = fabric_manager
     if not config.get("gpus", True):
         doc["nvidia_smi"] = {"path": None, "status": "skipped"}
     elif source == "nvidia-smi" or not _nvml_bounded(doc, samples, interval_s, call_timeout_s, watcher):

@@ -77,7 +77,8 @@ DEMO_NODES: tuple[DemoNode, ...] = (
              dmi_product_name="Standard PC (Q35 + ICH9, 2009)"),
     DemoNode(name="train-h200-01", scenario="healthy", groups=("h200",)),
     DemoNode(name="infer-h200-02", scenario="bandwidth_bound", groups=("h200",)),
-    DemoNode(name="spare-h200-03", scenario="idle", groups=("h200",)),
+    # Out of service after the Xid 63 of its kernel log: GPU 4 waits for a reset to remap a memory row.
+    DemoNode(name="spare-h200-03", scenario="spare_row_remap", description="a pending row remap", groups=("h200",)),
     # reimaged from a stale image: an older driver than the other H200 nodes run (DRIVER_DRIFT)
     DemoNode(name="train-h200-04", scenario="power_reduced_drifted", description="an older driver than its group",
              groups=("h200",)),

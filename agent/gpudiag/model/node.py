@@ -185,6 +185,9 @@ class NodeReadings:
     processes: tuple[GpuProcess, ...] = ()  # every process on every GPU, by GPU then pid
     processes_from: str | None = None  # "nvml" or "nvidia-smi"; None: not read
     processes_user: str | None = None  # the user /proc was read as
+    # NVSwitch systems only (gpudiag_node.links.fabric_manager); None elsewhere: not applicable
+    nvswitch_count: int | None = None  # /dev/nvidia-nvswitch<N> devices
+    fabric_manager_running: bool | None = None  # an nv-fabricmanager process runs
 
     def processes_on(self, gpu: int) -> tuple[GpuProcess, ...]:
         return tuple(p for p in self.processes if p.gpu == gpu)
