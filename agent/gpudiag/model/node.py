@@ -185,12 +185,16 @@ class NodeReadings:
     processes: tuple[GpuProcess, ...] = ()  # every process on every GPU, by GPU then pid
     processes_from: str | None = None  # "nvml" or "nvidia-smi"; None: not read
     processes_user: str | None = None  # the user /proc was read as
+    processes_unlisted: tuple[int, ...] = ()  # GPUs whose process list could not be read (NVML's error)
 
     def processes_on(self, gpu: int) -> tuple[GpuProcess, ...]:
         return tuple(p for p in self.processes if p.gpu == gpu)
 
     def main_process(self, gpu: int) -> GpuProcess | None:
-        """The process that matters most on ``gpu``: the one holding the most GPU memory, then the busiest."""
-        procs = self.processes_on(gpu)
-        return max(procs, key=lambda p: (p.used_memory_mib or 0.0, p.cpu_pct or 0.0), default=None)
+        """The process whose kernels occupy ``gpu`` (:func:`gpudiag.model.culprit.choose_working`); None when it
+        has none, or several that cannot be told apart."""
+        from gpudiag.model.culprit import choose_working  # culprit builds on this module's GpuProcess
+
+        choice = choose_working(self.processes_on(gpu))
+        return choice.process if choice is not None else None
     hung_calls: tuple[HungCall, ...] = ()  # calls killed at their bound, in order

@@ -27,6 +27,7 @@ from gpudiag.model import GpuReading, HostReport, Severity, SmiStatus, SweepRepo
 from gpudiag.report.changes_text import render_changes
 from gpudiag.report.columns import Column, allot, fit, total, wrap
 from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
+from gpudiag.report.evidence import shown_process
 from gpudiag.report.findings_section import SEVERITY_TAGS, findings_section, most_serious_first
 from gpudiag.report.fold import counted_label, generic, group_hosts, host_label, index_ranges, label_parts, shown
 from gpudiag.report.terminal import safe, safe_text, trimmed_lines
@@ -127,7 +128,7 @@ class GpuColumn:
 
 
 NAME_COLUMN = "name"  # its width is chosen by the layout (_NAME_WIDE or _NAME_NARROW)
-PROCESS_COLUMN = "process"  # the GPU's main process (NodeReadings.main_process); left out when no GPU has one
+PROCESS_COLUMN = "process"  # the process the GPU's findings name, else its kernels' (evidence.shown_process)
 
 GPU_COLUMNS: tuple[GpuColumn, ...] = (
     GpuColumn(header="host", cell=None, priority=100, left=True, fold_to=20, nominal=13, wraps=True),
@@ -206,8 +207,8 @@ def host_block(host: HostReport, *, fold: bool = True) -> HostBlock:
     rows = []
     for gpu in sorted(host.gpus, key=lambda g: g.index):
         severities = [f.severity for f in host.findings if f.gpu == gpu.index]
-        main = host.readings.main_process(gpu.index) if host.readings is not None else None
-        rows.append((gpu_cells(gpu, main.label if main else MISSING), worst(severities) if severities else None))
+        shown = shown_process(host.readings, gpu.index, host.findings) if host.readings is not None else None
+        rows.append((gpu_cells(gpu, shown.label if shown else MISSING), worst(severities) if severities else None))
     return HostBlock(status=host_status_label(host), rows=tuple(_fold_gpu_rows(rows) if fold else rows), codes=codes)
 
 
