@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from gpudiag.checks.context import NO_FACTS, NodeFacts
 from gpudiag.checks.holding import gpu_held_idle, gpu_memory_unaccounted
-from gpudiag.checks.named import choice_evidence, choice_words
+from gpudiag.checks.named import choice_evidence, choice_words, ras_evidence
 from gpudiag.model import CheckSettings, Finding, GpuProcess, GpuReading, Severity, reasons_mask
 from gpudiag.model.culprit import choose_pegging
 
@@ -121,6 +121,10 @@ def busy_low_power(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFact
     if choice is not None:
         summary += f"; {choice_words(choice)}"
         evidence.update(choice_evidence(choice))
+    ras = facts.node.nccl_ras if facts.node is not None else None
+    if ras is not None and ras.sentence is not None:  # the job's own word on its ranks (a hung collective)
+        summary += f"; {ras.sentence}"
+        evidence.update(ras_evidence(ras))
     why, context_evidence = facts.starved_because(gpu.index)
     if why is not None:
         summary += f"; {why}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gpudiag.model import GpuProcess
 from gpudiag.model.culprit import ChosenBy, ProcessChoice
+from gpudiag.model.nccl_ras import NcclRasStatus
 
 COMMAND_CHARS = 160  # of a process's command line in a finding's evidence
 
@@ -45,3 +46,13 @@ def choice_words(choice: ProcessChoice) -> str:
                 + "; ".join(_candidate(p) for p in choice.candidates) + ")")
     assert choice.process is not None
     return f"on it: {choice.process.label}, chosen as {choice.why}"
+
+
+def ras_evidence(ras: NcclRasStatus) -> dict[str, object]:
+    """What NCCL's RAS said, as evidence: the job's ranks and nodes, the missing and lagging ranks."""
+    return {"nccl_version": ras.nccl_version, "nccl_ras_ranks": ras.ranks,
+            "nccl_ras_ranks_answering": ras.ranks_answering, "nccl_ras_node_count": ras.node_count,
+            "nccl_ras_nodes": ", ".join(ras.nodes) or None,
+            "nccl_ras_missing_ranks": ", ".join(str(r.rank) for r in ras.missing_ranks) or None,
+            "nccl_ras_lagging_ranks": ", ".join(str(r.rank) for r in ras.lagging_ranks) or None,
+            "nccl_ras_port": ras.port}

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from gpudiag.model.gpu import GpuReading
 from gpudiag.model.logs import LogScan
+from gpudiag.model.nccl_ras import NcclRasStatus
 from gpudiag.model.status import SmiStatus
 
 
@@ -198,3 +199,4 @@ class NodeReadings:
         choice = choose_working(self.processes_on(gpu))
         return choice.process if choice is not None else None
     hung_calls: tuple[HungCall, ...] = ()  # calls killed at their bound, in order
+    nccl_ras: NcclRasStatus | None = None  # what the node's NCCL job's RAS thread said; None: not asked

@@ -26,7 +26,7 @@ from rich.text import Text
 from gpudiag.model import GpuReading, HostReport, Severity, SmiStatus, SweepReport, host_status_label, worst
 from gpudiag.report.changes_text import render_changes
 from gpudiag.report.columns import Column, allot, fit, total, wrap
-from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
+from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, held_idle, hosts_by_status
 from gpudiag.report.evidence import shown_process
 from gpudiag.report.findings_section import SEVERITY_TAGS, findings_section, most_serious_first
 from gpudiag.report.fold import counted_label, generic, group_hosts, host_label, index_ranges, label_parts, shown
@@ -372,6 +372,10 @@ def _summary_section(report: SweepReport, color: bool) -> list[RenderableType]:
         grid.add_row(safe_text("power"), safe_text("shown as " + ", ".join(
             f"{source.short} ({n} GPU{'s' if n != 1 else ''})" for source, n in sources.most_common())))
     grid.add_row(safe_text("findings"), safe_text(f"{len(report.findings)}: {_counts(findings_by_code(report))}"))
+    idle, gib, owners = held_idle(report)
+    if idle:  # a cluster operator's first cost question: which allocated GPUs do nothing, and whose
+        grid.add_row(safe_text("held idle"), safe_text(
+            f"{idle} GPU{'s' if idle != 1 else ''} held at 0% ({gib:.1f} GiB): {_counts(owners)}"))
     grid.add_row(safe_text("sweep"), safe_text(f"started {report.started_at}, took {report.duration_s:.1f} s"))
     exit_style = {0: "green", 1: "yellow", 2: "bold red"}.get(code, "") if color else ""
     return [

@@ -114,11 +114,14 @@ def test_gpu_held_idle_not_without_a_process_nor_on_a_busy_gpu_nor_for_a_small_h
 
 def test_memory_no_listed_process_holds_is_named_with_the_amount() -> None:
     used = gpu(utilization_pct=0.0, memory_used_mib=81_000.0)
-    (f,) = gpu_memory_unaccounted("h", used, S, facts(used, processes_from="nvml", processes_user="bob"))
+    elsewhere = proc(1, gpu=1, used_memory_mib=20_000.0)
+    (f,) = gpu_memory_unaccounted("h", used, S, facts(used, elsewhere, processes_from="nvml", processes_user="bob"))
     assert f.evidence["unaccounted_memory_mib"] == 81_000.0
     assert f.summary.startswith("79.1 GiB of its 79.1 GiB used memory is held by no listed process (nvml lists no "
-                                "process on it): a process in another PID namespace or container this sweep's "
-                                "user (as user bob) cannot see")
+                                "process on it, though it lists some on other GPUs): a process in another PID "
+                                "namespace or container this sweep's user (as user bob) cannot see")
+    # a listing that found nothing on the whole node says something about the sweep, not this GPU
+    assert gpu_memory_unaccounted("h", used, S, facts(used, processes_from="nvml")) == ()
     some = proc(50, used_memory_mib=20_000.0)
     (f,) = gpu_memory_unaccounted("h", used, S, facts(used, some, processes_from="nvidia-smi"))
     assert f.evidence["unaccounted_memory_mib"] == 61_000.0 and "the 1 listed process hold 19.5 GiB" in f.summary
