@@ -107,12 +107,18 @@ class _Conversation(object):
         self.cut = False
         self.timed_out = False
 
-    def _recv(self):
+    def _armed(self):
+        """Give the next call what is left of the deadline; False (and timed out) when nothing is."""
         left = self.deadline - time.monotonic()
         if left <= 0:
             self.timed_out = True
             return False
         self.sock.settimeout(left)
+        return True
+
+    def _recv(self):
+        if not self._armed():
+            return False
         try:
             data = self.sock.recv(min(65536, MAX_BYTES + 1 - len(self.received)))
         except socket.timeout:
@@ -138,11 +144,8 @@ class _Conversation(object):
                 return None, since
 
     def send(self, text):
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            self.timed_out = True
+        if not self._armed():
             return False
-        self.sock.settimeout(left)
         try:
             self.sock.sendall(text.encode("ascii") + b"\n")
         except socket.timeout:
