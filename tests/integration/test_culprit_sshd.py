@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_ras import fake_ras
 
+from fake_ras import fake_ras
 from gpudiag.checks import CheckSettings
 from gpudiag.model import HostReport, SweepReport
 from gpudiag.report import ReportView, render

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from fake_ras import fake_ras
 
+from fake_ras import fake_ras
 from gpudiag.collect.parse_nccl_ras import parse_nccl_ras
 from gpudiag_node import nccl_ras
 

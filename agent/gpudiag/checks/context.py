@@ -38,9 +38,6 @@ class NodeFacts:
     def processes_on(self, gpu: int) -> tuple[GpuProcess, ...]:
         return self.node.processes_on(gpu) if self.node is not None else ()
 
-    def main_process(self, gpu: int) -> GpuProcess | None:
-        return self.node.main_process(gpu) if self.node is not None else None
-
     def working_process(self, gpu: int) -> ProcessChoice | None:
         """The process whose kernels occupy ``gpu``, or why it cannot be told (:func:`choose_working`)."""
         return choose_working(self.processes_on(gpu))

@@ -191,12 +191,5 @@ class NodeReadings:
     def processes_on(self, gpu: int) -> tuple[GpuProcess, ...]:
         return tuple(p for p in self.processes if p.gpu == gpu)
 
-    def main_process(self, gpu: int) -> GpuProcess | None:
-        """The process whose kernels occupy ``gpu`` (:func:`gpudiag.model.culprit.choose_working`); None when it
-        has none, or several that cannot be told apart."""
-        from gpudiag.model.culprit import choose_working  # culprit builds on this module's GpuProcess
-
-        choice = choose_working(self.processes_on(gpu))
-        return choice.process if choice is not None else None
     hung_calls: tuple[HungCall, ...] = ()  # calls killed at their bound, in order
     nccl_ras: NcclRasStatus | None = None  # what the node's NCCL job's RAS thread said; None: not asked
