@@ -1,4 +1,4 @@
-"""The right culprit over a real OpenSSH sshd (issue 21), on stub nodes of their own (a cluster of four started
+"""The right culprit over a real OpenSSH sshd (issue 21), on stub nodes of their own (a cluster of five started
 for this module): two processes on one starved GPU with no per-process utilization (nvidia-smi's path: the
 culprit cannot be told apart), memory no listed process holds, a GPU held idle by a Slurm job, and an NCCL job
 whose RAS thread (a fake one on this machine's loopback, where the node's collector runs) says who lags."""
@@ -24,7 +24,7 @@ from loopback import SshdCluster, SshdUnavailable, running_cluster
 pytestmark = pytest.mark.integration
 
 SCENARIOS = {"127.0.0.2": "two_processes", "127.0.0.3": "invisible_memory", "127.0.0.4": "held_idle",
-             "127.0.0.5": "nccl_job"}
+             "127.0.0.5": "nccl_job", "127.0.0.6": "idle"}
 HUNG_JSON = (Path(__file__).resolve().parents[1] / "data" / "h200_580.159_nccl1" / "ras_28028.json")
 
 
@@ -104,3 +104,9 @@ def test_a_ras_port_that_never_answers_is_bounded_over_ssh(culprit_cluster) -> N
     ras = report.readings.nccl_ras if report.readings is not None else None
     assert ras is not None and not ras.answered and ras.error == "no answer to 'CLIENT PROTOCOL 2'"
     assert "NCCL RAS" not in report.findings[0].summary
+
+
+def test_a_node_without_gpu_processes_asks_no_ras_and_holds_nothing_idle(culprit_cluster) -> None:  # type: ignore[no-untyped-def]
+    report = sweep_one(culprit_cluster[0], "idle")
+    assert report.readings is not None and report.readings.processes == () and report.readings.nccl_ras is None
+    assert report.findings == ()
