@@ -151,3 +151,12 @@ def test_a_huge_answer_is_bounded() -> None:
     ras = parse_nccl_ras(as_sent(answer))
     assert ras is not None and ras.answered and ras.ranks == 1500
     assert len(ras.lagging_ranks) == MAX_NAMED and len(ras.nodes) == MAX_NAMED  # 1500 addresses claimed
+
+
+def test_a_hung_jobs_status_survives_the_json_report() -> None:
+    from gpudiag.model import NodeReadings
+    from gpudiag.model.json_codec import decode, encode
+
+    node = NodeReadings(nccl_ras=parse_nccl_ras(as_sent(hung_job_json())))
+    back = decode(NodeReadings, json.loads(json.dumps(encode(node))))
+    assert back.nccl_ras == node.nccl_ras and back.nccl_ras is not None and len(back.nccl_ras.lagging_ranks) == 1
