@@ -166,7 +166,11 @@ def ask(host, port, deadline_s=DEADLINE_S):
     out = {"host": host, "port": port, "sent": [], "answer": "", "format": None, "server_protocol": None,
            "closed": False, "truncated": False, "error": None}
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as exc:  # no IPv6 here, no sockets left
+        out["error"] = "socket: %s" % (exc.strerror or exc)
+        return _done(out, started)
     try:
         sock.settimeout(max(0.05, deadline - time.monotonic()))
         try:
