@@ -445,14 +445,17 @@ def render(report: SweepReport, view: ReportView) -> str:
 
 
 def render_summary_line(report: SweepReport) -> str:
-    """One line: hosts by status, GPUs, findings by severity, exit code and its meaning."""
+    """One line: hosts by status, GPUs (and how many are held idle), findings by severity, exit code and its
+    meaning."""
     code = report.exit_code
     n_gpus = sum(len(h.gpus) for h in report.hosts)
     findings = len(report.findings)
     counts = findings_by_severity(report)
     by_severity = _counts({s.label: counts[s.label] for s in sorted(Severity, key=most_serious_first)})
     findings_text = f"{findings} findings ({by_severity})" if findings else "0 findings"
+    idle = held_idle(report)[0]
+    gpus_text = f"{n_gpus} GPUs" + (f" ({idle} held idle)" if idle else "")
     return (
-        f"{len(report.hosts)} hosts ({_counts(hosts_by_status(report))}), {n_gpus} GPUs, {findings_text}; "
+        f"{len(report.hosts)} hosts ({_counts(hosts_by_status(report))}), {gpus_text}, {findings_text}; "
         f"exit {code}: {EXIT_MEANINGS.get(code, 'unexpected exit code')}"
     )
