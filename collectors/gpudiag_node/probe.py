@@ -431,10 +431,12 @@ def _processes_module():
 class _Watcher(object):
     """processes.Watcher, imported only when a GPU has processes: an idle node pays nothing for it."""
 
-    def __init__(self, doc):
+    def __init__(self, doc, nccl_ras=True):
         self.doc = doc
         self.watcher = None
         self.t0 = None
+        self.nccl_ras = nccl_ras
+        self.ras = None  # (thread, result list, when it started)
 
     def start(self, per_gpu):
         try:
@@ -443,9 +445,33 @@ class _Watcher(object):
             self.t0 = self.watcher.t0
         except Exception as exc:  # who is on the GPU enriches the verdict; it must not cost the readings
             self.doc["problems"].append("processes: %s: %s" % (type(exc).__name__, exc))
+        if self.nccl_ras and per_gpu:
+            self._start_ras(per_gpu)
+
+    def _start_ras(self, per_gpu):
+        """Ask the node's NCCL job (if any) for its RAS status, beside the sampling window: one connection per
+        node, whatever the number of processes (collectors/gpudiag_node/nccl_ras.py)."""
+        pids = []
+        for index in sorted(per_gpu):
+            for p in per_gpu[index]:
+                if p.get("pid") not in pids:
+                    pids.append(p.get("pid"))
+        from . import nccl_ras
+        found = []
+        ras_thread = _in_thread(self.doc, lambda: found.append(
+            nccl_ras.collect(pids, _processes_module().proc_root())))
+        self.ras = (ras_thread, found, time.monotonic(), nccl_ras.DEADLINE_S)
 
     def finish(self):
         return self.watcher.finish()
+
+    def finish_ras(self):
+        """The RAS answer, waited for at most its own deadline (and a half second) from when it started."""
+        if self.ras is None:
+            return None
+        ras_thread, found, started, deadline_s = self.ras
+        ras_thread.join(max(0.0, started + deadline_s + 0.5 - time.monotonic()))
+        return found[0] if found else {"asked": True, "error": "no answer within the deadline"}
 
 
 def scan_server_logs(doc, discover, call_timeout_s, started, processes=None):
@@ -537,7 +563,8 @@ def collect_round(config, kept):
         doc["context"] = dict(kept["context"])
     elif config.get("context"):
         extras.append(_in_thread(doc, lambda: collect_context(doc, call_timeout_s, with_topology=gate is None)))
-    watcher = _Watcher(doc) if config.get("gpus", True) and config.get("processes", True) else None
+    watcher = _Watcher(doc, config.get("nccl_ras", True)) if config.get("gpus", True) \
+        and config.get("processes", True) else None
     fabric_manager = links.fabric_manager() if config.get("gpus", True) else None
     if fabric_manager is not None:
         doc["fabric_manager"] = fabric_manager
@@ -547,6 +574,9 @@ def collect_round(config, kept):
         collect(samples, interval_s, call_timeout_s, doc, watcher)
     if watcher is not None and watcher.t0 is not None:
         doc["processes"] = watcher.finish()
+    ras = watcher.finish_ras() if watcher is not None else None
+    if ras is not None:
+        doc["nccl_ras"] = ras
     for thread in extras:
         if thread is not None:
             thread.join()

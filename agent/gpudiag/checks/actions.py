@@ -90,6 +90,10 @@ ACTIONS: Mapping[str, Rule] = {
     "ODD_GPU_OUT": Action.WATCH,
     "POWER_LIMIT_REDUCED": Action.WATCH,
     "MIXED_ARCHITECTURES": Action.WATCH,
+    # a job that holds a GPU and does not use it: its owner ends or fixes it; the GPU itself is fine
+    "GPU_HELD_IDLE": Action.WATCH,
+    # a process out of sight (another namespace) or a dead one's context: look at what holds it first
+    "GPU_MEMORY_UNACCOUNTED": Action.WATCH,
     # the hardware around the GPU: someone has to look (reseat, airflow, power)
     "PCIE_LINK_DEGRADED": Action.DRAIN_AND_INSPECT,
     "THERMAL_SLOWDOWN": _by_severity(Action.WATCH, Action.DRAIN_AND_INSPECT),

@@ -23,6 +23,7 @@ from typing import Any
 
 from gpudiag.collect.parse_links import with_links
 from gpudiag.collect.parse_logs import parse_context, parse_logs
+from gpudiag.collect.parse_nccl_ras import parse_nccl_ras
 from gpudiag.collect.parse_processes import parse_processes, with_gpm
 from gpudiag.collect.untrusted import MAX_INT, Claims, items, mapping, seconds, short, text
 from gpudiag.logs.plan import LogPlan
@@ -263,6 +264,7 @@ def _parse_probe(doc: Mapping[str, Any], claims: Claims, *, output_truncated: bo
                               "logs": parse_logs(doc.get("logs"), log_plan, claims),
                               "context": parse_context(doc.get("context")),
                               "hung_calls": parse_hung(doc.get("hung")),
+                              "nccl_ras": parse_nccl_ras(doc.get("nccl_ras")),
                               **parse_processes(doc, mapping(doc.get("nvml")), claims)}
     if doc.get("source") == "nvml" and isinstance(doc.get("nvml"), dict):
         return _parse_nvml(doc["nvml"], common, claims)

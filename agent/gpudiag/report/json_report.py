@@ -43,7 +43,7 @@ from gpudiag.model import (
 )
 from gpudiag.model.json_codec import Shape, decode, encode, plain
 from gpudiag.report.changes_report import annotate
-from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
+from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, held_idle, hosts_by_status
 from gpudiag.report.view import ReportView
 
 
@@ -56,6 +56,7 @@ def summarize(report: SweepReport) -> dict[str, Any]:
         "gpus_by_sm": gpus_by_sm(report),
         "findings_by_code": findings_by_code(report),
         "findings_by_severity": findings_by_severity(report),
+        "gpus_held_idle": held_idle(report)[0],
         "exit_code": report.exit_code,
     }
 

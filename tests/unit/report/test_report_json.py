@@ -226,6 +226,7 @@ def test_summary_counts():
         "gpus_by_sm": {"SM90": 3, "SM120": 1, "unknown": 1},
         "findings_by_code": {"BUSY_LOW_POWER": 1, "HOST_UNREACHABLE": 1},
         "findings_by_severity": {"ok": 0, "warning": 0, "critical": 1, "unknown": 1},
+        "gpus_held_idle": 0,
         "exit_code": 2,
     }  # fmt: skip
 
