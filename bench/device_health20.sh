@@ -32,8 +32,9 @@ PY
 COLUMNS=120 "${SWEEP[@]}" > "$W/idle_table.txt" 2>&1; tail -5 "$W/idle_table.txt"
 
 python3 bench/node_cost.py --runs 15 > "$W/node_cost_after.txt" 2>&1; cat "$W/node_cost_after.txt"
-if git rev-parse -q --verify d08db16 >/dev/null 2>&1; then
-    B=$(mktemp -d); git archive d08db16 agent collectors bench | tar -x -C "$B"
+if [ -d .before ] || git rev-parse -q --verify d08db16 >/dev/null 2>&1; then
+    # .before: `git archive d08db16 agent collectors bench | tar -x -C .before`, carried where there is no history
+    if [ -d .before ]; then B=$PWD/.before; else B=$(mktemp -d); git archive d08db16 agent collectors bench | tar -x -C "$B"; fi
     PYTHONPATH=$B/agent:$B/collectors:$PWD/tests python3 "$B/bench/node_cost.py" --runs 15 \
         > "$W/node_cost_before.txt" 2>&1
     cat "$W/node_cost_before.txt"
