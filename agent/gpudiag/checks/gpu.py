@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpudiag.checks.context import NO_FACTS, NodeFacts
-from gpudiag.checks.health import HEALTH_CHECKS
 from gpudiag.model import CheckSettings, Finding, GpuProcess, GpuReading, Severity, reasons_mask
 
 # Clock-event reasons that explain low power by themselves; each has its own finding.
@@ -272,4 +271,4 @@ def gpu_lost(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFacts = NO
 
 
 GPU_CHECKS = (busy_low_power, host_bound, power_limit_reduced, pcie_link_degraded, thermal_slowdown, hw_slowdown,
-              ecc_uncorrected, gpu_lost, *HEALTH_CHECKS)
+              ecc_uncorrected, gpu_lost)
