@@ -317,7 +317,11 @@ def test_cli_demo(sshd_cluster) -> None:  # type: ignore[no-untyped-def]
     assert found == {"sglang-glm5": ["BUSY_LOW_POWER", "LOG_EXPECTED_ABSENT", "LOG_SIGNATURE"],
                      "train-h200-01": [], "infer-h200-02": [],
                      "spare-h200-03": ["ECC_UNCORRECTED", "ROW_REMAP_PENDING", "XID"],
-                     "train-h200-04": ["POWER_LIMIT_REDUCED"], "train-h200-05": ["HOST_UNREACHABLE"]}
+                     "train-h200-04": ["DRIVER_DRIFT", "POWER_LIMIT_REDUCED"],  # an older driver than its group's
+                     "train-h200-05": ["HOST_UNREACHABLE"]}
+    actions = {h["host"]: h["action"] for h in doc["hosts"]}
+    assert actions["train-h200-04"] == "drain_and_inspect" and actions["train-h200-01"] == "none"
+    assert actions["spare-h200-03"] == "reset_gpu"
     # The case study, as the demo tells it: busy at low power over PCIe in a VM, the autotuner that never
     # ran, the server's configuration as facts, and no match counted on its server_args line.
     glm5 = next(h for h in doc["hosts"] if h["host"] == "sglang-glm5")

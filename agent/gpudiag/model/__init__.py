@@ -8,6 +8,10 @@ The values live in one module each by meaning (:mod:`.status`, :mod:`.hosts`, :m
 ``from gpudiag.model import Finding``.
 """
 
+from gpudiag.model.actions import (
+    Action,
+    highest,
+)
 from gpudiag.model.gpu import (
     CLOCK_EVENT_REASONS,
     GpuReading,
@@ -62,6 +66,7 @@ from gpudiag.model.status import (
 )
 
 __all__ = [
+    "Action",
     "CLOCK_EVENT_REASONS",
     "CheckSettings",
     "FactValue",
@@ -96,6 +101,7 @@ __all__ = [
     "UnreachableReason",
     "VM_DMI_NAMES",
     "decode_reasons",
+    "highest",
     "host_status_label",
     "link_names",
     "reasons_mask",

@@ -47,3 +47,9 @@ class CheckSettings:
     """THERMAL/HW_SLOWDOWN: critical when the reason is active in at least this share of samples ..."""
     slowdown_critical_clock_drop_pct: float = 30.0
     """... and the median SM clock is at least this far below its maximum."""
+    xid_storm_lines: float = 20.0
+    """XID_STORM: this many lines of one Xid on one GPU within the kernel log's window (24 h by default) is a
+    storm, not an event. One fault writes a handful of lines (an Xid 13 is logged once per faulting SM or
+    TPC, an Xid 43/45 follows each killed channel, a crashed 8-rank job writes one per GPU), so 20 is several
+    faults; a GPU that keeps faulting under new jobs, or a remap or ECC Xid that recurs, reaches it within a
+    day."""

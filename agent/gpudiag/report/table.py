@@ -23,7 +23,16 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from gpudiag.model import GpuReading, HostReport, Severity, SmiStatus, SweepReport, host_status_label, worst
+from gpudiag.model import (
+    Action,
+    GpuReading,
+    HostReport,
+    Severity,
+    SmiStatus,
+    SweepReport,
+    host_status_label,
+    worst,
+)
 from gpudiag.report.changes_text import render_changes
 from gpudiag.report.columns import Column, allot, fit, total, wrap
 from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
@@ -371,6 +380,11 @@ def _summary_section(report: SweepReport, color: bool) -> list[RenderableType]:
         grid.add_row(safe_text("power"), safe_text("shown as " + ", ".join(
             f"{source.short} ({n} GPU{'s' if n != 1 else ''})" for source, n in sources.most_common())))
     grid.add_row(safe_text("findings"), safe_text(f"{len(report.findings)}: {_counts(findings_by_code(report))}"))
+    actions = Counter(h.action for h in report.hosts if h.action is not Action.NONE)
+    if actions:  # what to do, highest first: the hosts by their action (the highest of their findings')
+        grid.add_row(safe_text("actions"), safe_text(", ".join(
+            f"{action.label} ({n} host{'s' if n != 1 else ''})"
+            for action, n in sorted(actions.items(), key=lambda item: -item[0].rank))))
     grid.add_row(safe_text("sweep"), safe_text(f"started {report.started_at}, took {report.duration_s:.1f} s"))
     exit_style = {0: "green", 1: "yellow", 2: "bold red"}.get(code, "") if color else ""
     return [
