@@ -5,6 +5,7 @@ from __future__ import annotations
 from gpudiag.checks.actions import with_action
 from gpudiag.checks.context import NodeFacts
 from gpudiag.checks.gpu import GPU_CHECKS
+from gpudiag.checks.health import HEALTH_CHECKS
 from gpudiag.checks.logs import log_findings
 from gpudiag.checks.node import NODE_CHECKS, host_unreachable
 from gpudiag.checks.peers import odd_gpu_out
@@ -27,7 +28,7 @@ def evaluate(host: str, status: HostStatus, error: str | None, node: NodeReading
         for node_check in NODE_CHECKS:
             findings.extend(node_check(host, node, settings))
         facts = NodeFacts.of(node)
-        findings.extend(f for gpu in node.gpus for gpu_check in GPU_CHECKS
+        findings.extend(f for gpu in node.gpus for gpu_check in GPU_CHECKS + HEALTH_CHECKS
                         for f in gpu_check(host, gpu, settings, facts))
         findings.extend(odd_gpu_out(host, node, settings))
         findings.extend(log_findings(host, node, logs, settings))

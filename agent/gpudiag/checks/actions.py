@@ -140,7 +140,12 @@ def action_of(finding: Finding) -> Action:
         rule = ACTIONS[finding.code]
     except KeyError:
         raise LookupError(f"finding code {finding.code} has no action in gpudiag.checks.actions.ACTIONS") from None
-    return rule if isinstance(rule, Action) else rule(finding)
+    action = rule if isinstance(rule, Action) else rule(finding)
+    if finding.severity is Severity.UNKNOWN and action.rank > Action.WATCH.rank:
+        # a reading that could not be read is no verdict: look again before resetting, rebooting or draining
+        # on its strength (a failed read of the recovery action would otherwise read as drain_and_inspect)
+        return Action.WATCH
+    return action
 
 
 def with_action(finding: Finding) -> Finding:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpudiag.checks.context import NO_FACTS, NodeFacts
-from gpudiag.checks.health import HEALTH_CHECKS
 from gpudiag.checks.holding import gpu_held_idle, gpu_memory_unaccounted
 from gpudiag.checks.named import choice_evidence, choice_words, ras_evidence
 from gpudiag.model import CheckSettings, Finding, GpuProcess, GpuReading, Severity, reasons_mask
@@ -293,4 +292,4 @@ def gpu_lost(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFacts = NO
 
 
 GPU_CHECKS = (busy_low_power, host_bound, gpu_held_idle, gpu_memory_unaccounted, power_limit_reduced,
-              pcie_link_degraded, thermal_slowdown, hw_slowdown, ecc_uncorrected, gpu_lost, *HEALTH_CHECKS)
+              pcie_link_degraded, thermal_slowdown, hw_slowdown, ecc_uncorrected, gpu_lost)

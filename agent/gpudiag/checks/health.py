@@ -2,7 +2,8 @@
 NVLink counters, the fabric, persistence mode. Pure functions ``(host, gpu, settings, facts) ->
 tuple[Finding, ...]`` like :mod:`gpudiag.checks.gpu`.
 
-A reading the GPU or driver does not report (None) is not applicable: no finding. The values come from
+A reading the GPU or driver does not report (None) is not applicable: no finding; one whose read failed
+(``failed_readings``) makes the check say UNKNOWN, as :func:`gpudiag.checks.gpu.cannot_judge` does. The values come from
 NVIDIA's memory error management guide (row remapping pending / failure, the recovery action flag:
 https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/) and nvml.h.
 """
@@ -10,6 +11,7 @@ https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/) and nvml.h.
 from __future__ import annotations
 
 from gpudiag.checks.context import NO_FACTS, NodeFacts
+from gpudiag.checks.gpu import cannot_judge
 from gpudiag.model import CheckSettings, Finding, GpuReading, Severity
 
 
@@ -30,7 +32,7 @@ def row_remap_pending(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeF
     """ROW_REMAP_PENDING: a memory row waits to be remapped, which happens at the next GPU reset. Work that
     runs may go on (NVIDIA), but the bad row stays in use until then."""
     if not gpu.remapped_rows_pending or gpu.lost:
-        return ()
+        return cannot_judge("ROW_REMAP_PENDING", host, gpu, "whether a row remap is pending", "remapped_rows_pending")
     return (Finding(code="ROW_REMAP_PENDING", severity=Severity.WARNING, host=host, gpu=gpu.index,
                     summary=f"a memory row remap is pending ({_rows(gpu)}): it takes effect at the next GPU reset - "
                             "drain the GPU's work and reset it (nvidia-smi -r) or reboot",
@@ -41,7 +43,7 @@ def row_remap_failed(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFa
     """ROW_REMAP_FAILED: a row remap failed in the GPU's lifetime (no spare row left in a bank): NVIDIA's
     RMA criterion for row remapping."""
     if not gpu.remapped_rows_failure or gpu.lost:
-        return ()
+        return cannot_judge("ROW_REMAP_FAILED", host, gpu, "whether a row remap failed", "remapped_rows_failure")
     return (Finding(code="ROW_REMAP_FAILED", severity=Severity.CRITICAL, host=host, gpu=gpu.index,
                     summary=f"a memory row remap failed ({_rows(gpu)}): the GPU has no spare row left for a bad "
                             "one - drain it and replace the GPU (NVIDIA's RMA policy for row remapping)",
@@ -53,7 +55,8 @@ def retired_pages_pending(host: str, gpu: GpuReading, s: CheckSettings,
     """RETIRED_PAGES_PENDING: a memory page waits to be retired (GPUs before Ampere), at the next reset or
     driver reload."""
     if not gpu.retired_pages_pending or gpu.lost:
-        return ()
+        return cannot_judge("RETIRED_PAGES_PENDING", host, gpu, "whether a page retirement is pending",
+                            "retired_pages_pending")
     counts = ", ".join(f"{n} for {what}" for n, what in ((gpu.retired_pages_dbe, "double-bit errors"),
                                                          (gpu.retired_pages_sbe, "single-bit errors"))
                        if n is not None) or "retired page counts not reported"
@@ -74,7 +77,7 @@ def ecc_mode(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFacts = NO
     ECC_MODE_PENDING: the mode changes at the next reset (someone ran nvidia-smi -e)."""
     current, pending = gpu.ecc_mode_enabled, gpu.ecc_mode_pending_enabled
     if current is None or gpu.lost:
-        return ()
+        return cannot_judge("ECC_DISABLED", host, gpu, "whether ECC is enabled", "ecc_mode_enabled")
     evidence = {"ecc_mode_enabled": current, "ecc_mode_pending_enabled": pending}
     found = []
     if current is False:
@@ -109,7 +112,8 @@ def recovery_action(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFac
     uncorrectable error): the GPU cannot be trusted with new work until it is done."""
     action = gpu.gpu_recovery_action
     if action in (None, "none") or gpu.lost:
-        return ()
+        return cannot_judge("RECOVERY_ACTION", host, gpu, "whether the driver asks for a recovery",
+                            "gpu_recovery_action")
     words = RECOVERY_WORDS.get(action, f"a recovery this tool does not know ({action})")
     return (Finding(code="RECOVERY_ACTION", severity=Severity.CRITICAL if action in RECOVERY_WORDS else
                     Severity.WARNING, host=host, gpu=gpu.index,

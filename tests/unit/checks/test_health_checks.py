@@ -192,3 +192,16 @@ def test_the_healthy_gpu_raises_none_of_them_and_not_reported_is_not_applicable(
     for g in (healthy(), gpu()):  # gpu(): every issue-20 reading None, "not reported"
         found = evaluate("n1", HostStatus.OK, None, _node(g), S)
         assert not {f.code for f in found} & new
+
+
+def test_a_failed_read_says_unknown_not_healthy() -> None:
+    """nvidia-smi's [Unknown Error] or NVMLError_Unknown for a health reading: the check cannot judge."""
+    g = healthy(remapped_rows_pending=None, gpu_recovery_action=None,
+                failed_readings=(("remapped_rows_pending", "nvidia-smi: [Unknown Error]"),
+                                 ("gpu_recovery_action", "NVMLError_Unknown: Unknown Error")))
+    assert [(f.code, f.severity) for f in row_remap_pending("n1", g, S) + recovery_action("n1", g, S)] == [
+        ("ROW_REMAP_PENDING", Severity.UNKNOWN), ("RECOVERY_ACTION", Severity.UNKNOWN)]
+    (f,) = row_remap_pending("n1", g, S)
+    assert f.summary == ("cannot tell whether a row remap is pending: a reading it needs failed "
+                         "(remapped_rows_pending: nvidia-smi: [Unknown Error])")
+    assert row_remap_failed("n1", g, S) == ()  # its own reading was read: nothing to say
