@@ -148,7 +148,7 @@ def test_the_drivers_recovery_action_maps_onto_the_ladder(value: object, action:
     ("DRIVER_DRIFT", Severity.WARNING, {"differs": ("gpu_model",)}, Action.WATCH),
     ("HOST_UNREACHABLE", Severity.CRITICAL, {}, Action.NONE),
     # a reading that could not be read is no verdict: at most watch, never a reset, a reboot or a drain
-    ("RECOVERY_ACTION", Severity.UNKNOWN, {"gpu_recovery_action": None}, Action.WATCH),
+    ("RECOVERY_ACTION", Severity.UNKNOWN, {"gpu_recovery_action": "[Unknown Error]"}, Action.WATCH),
     ("ROW_REMAP_FAILED", Severity.UNKNOWN, {}, Action.WATCH),
     ("PERSISTENCE_OFF", Severity.UNKNOWN, {}, Action.NONE)])
 def test_the_rules_by_code(code: str, severity: Severity, evidence: dict[str, object], action: Action) -> None:
