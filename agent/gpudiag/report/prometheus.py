@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from gpudiag.model import GpuReading, SweepReport
 from gpudiag.model.changes import epoch_of
+from gpudiag.report.escape import safe
 from gpudiag.report.view import ReportView
 
 
@@ -85,8 +86,9 @@ METRICS = {
 
 
 def escape_label(value: str) -> str:
-    """A label value as the text format wants it: backslash, double quote and newline escaped."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    """A label value as the text format wants it: node text made :func:`safe` (controls and bidi characters
+    shown escaped: a newline reads ``\\x0a``), then backslash and double quote escaped."""
+    return safe(value).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _labels(pairs: Iterable[tuple[str, str]]) -> str:
