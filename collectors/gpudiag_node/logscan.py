@@ -25,6 +25,7 @@ decoded with replacement characters; a missing or unreadable log is a status, ne
 import calendar
 import collections
 import gzip
+import io
 import os
 import re
 import stat
@@ -42,6 +43,12 @@ MAX_KEYS = 64  # distinct group_by keys kept per signature
 MAX_GZ_BYTES = 256 * 1024 * 1024  # a compressed rotation larger than this is not decompressed
 MAX_INFLATE_BYTES = 1024 * 1024 * 1024  # decompressed bytes read of one rotation, at most
 GZ_KEEP_BYTES = 64 * 1024 * 1024  # the tail of a compressed rotation held in memory, at most
+# Decompressed bytes of a rotation, at most this many times its compressed size: text logs inflate 5-20 times,
+# a gzip bomb (a .1.gz of 1 MiB that is 1 GiB of one line) far more and would take the whole scan's time.
+MAX_INFLATE_RATIO = 100
+# The share of a source's time left that its rotations may use (decompressing and scanning): the rest is the
+# live log's, so a costly rotation never leaves the live log unread (it got 0 lines behind a gzip bomb).
+ROTATIONS_TIME_SHARE = 0.5
 CHECK_EVERY = 1024  # lines between two looks at the deadline
 DEFAULT_KERNEL_SINCE_H = 24.0
 CHUNK = 1024 * 1024
@@ -317,10 +324,12 @@ def _open_log(path):
         raise
 
 
-def _inflate_tail(f, path, budget, deadline):
+def _inflate_tail(f, path, budget, deadline, compressed):
     """(bytes, cut, note): the last ``budget`` bytes of the gzip file ``f`` (at most GZ_KEEP_BYTES held,
-    at most MAX_INFLATE_BYTES decompressed), from a line start."""
+    at most MAX_INFLATE_BYTES, and MAX_INFLATE_RATIO times its ``compressed`` size, decompressed), from a line
+    start."""
     budget = min(budget, GZ_KEEP_BYTES)
+    limit = min(MAX_INFLATE_BYTES, max(compressed, 1) * MAX_INFLATE_RATIO)
     kept = bytearray()
     cut, note, inflated = False, None, 0
     try:
@@ -334,9 +343,12 @@ def _inflate_tail(f, path, budget, deadline):
                 if len(kept) > budget:
                     del kept[:len(kept) - budget]
                     cut = True
-                if inflated >= MAX_INFLATE_BYTES:
-                    cut, note = True, "%s: decompressed past %d MiB, the rest not read" % (
-                        path, MAX_INFLATE_BYTES >> 20)
+                if inflated >= limit:
+                    cut = True
+                    note = ("%s: decompressed past %d MiB, the rest not read" % (path, limit >> 20)
+                            if limit == MAX_INFLATE_BYTES else
+                            "%s: decompresses to more than %d times its size (a gzip bomb?); the first %d MiB "
+                            "read" % (path, MAX_INFLATE_RATIO, limit >> 20))
                     break
                 if deadline is not None and time.monotonic() > deadline:
                     raise OutOfTime()
@@ -360,7 +372,7 @@ def _piece(path, budget, deadline):
                 return "data", b"", 0, True, "%s: compressed file larger than %d MiB, not read" % (
                     path, MAX_GZ_BYTES >> 20)
             f.seek(0)
-            data, cut, note = _inflate_tail(f, path, budget, deadline)
+            data, cut, note = _inflate_tail(f, path, budget, deadline, size)
             return "data", data, len(data), cut, note
     start = max(0, size - budget)
     return "file", start, size - start, start > 0, None
@@ -374,6 +386,20 @@ def _status_of(exc):
     if isinstance(exc, IsADirectoryError):
         return "unreadable", "is a directory"
     return "unreadable", exc.strerror or str(exc)
+
+
+def _scan_piece(scanner, piece, out):
+    """Scan one piece (a file's tail, or a rotation's decompressed tail) and account for it in ``out``."""
+    name, kind, what, size, _, note = piece
+    if note:
+        out["notes"].append(note)
+    out["files"].append(name)
+    if kind == "data":  # a chunk at a time, as a file: split whole, 64 MiB of short lines held 256 MiB of list
+        scanner.feed_file(io.BytesIO(what), 0)
+    else:
+        with _open_log(name) as f:
+            scanner.feed_file(f, what)
+    out["bytes"] += size
 
 
 def scan_file(source, now=None):
@@ -401,27 +427,30 @@ def scan_file(source, now=None):
             return out
         out["cut"] = pieces[0][4]
         remaining = budget - pieces[0][3]
-        for older in rotations(resolved)[:max(0, int(source.get("max_files", 4)) - 1)]:
-            if remaining <= 0 or out["cut"]:
-                break
-            try:
-                piece = (older,) + _piece(older, remaining, deadline)
-            except OSError as exc:
-                out["notes"].append("%s: %s" % (older, _status_of(exc)[1]))
-                continue
-            pieces.append(piece)
-            out["cut"] = piece[4]
-            remaining -= piece[3]
-        for name, kind, what, size, _, note in reversed(pieces):  # oldest first, so seq grows with time
-            if note:
-                out["notes"].append(note)
-            out["files"].append(name)
-            if kind == "data":
-                scanner.feed(what)
-            else:
-                with _open_log(name) as f:
-                    scanner.feed_file(f, what)
-            out["bytes"] += size
+        # The rotations' own deadline: a share of the time left, the rest kept for the live log (pieces[0]).
+        older_deadline = (None if deadline is None else
+                          time.monotonic() + max(0.0, deadline - time.monotonic()) * ROTATIONS_TIME_SHARE)
+        try:
+            for older in rotations(resolved)[:max(0, int(source.get("max_files", 4)) - 1)]:
+                if remaining <= 0 or out["cut"]:
+                    break
+                try:
+                    piece = (older,) + _piece(older, remaining, older_deadline)
+                except OSError as exc:
+                    out["notes"].append("%s: %s" % (older, _status_of(exc)[1]))
+                    continue
+                pieces.append(piece)
+                out["cut"] = piece[4]
+                remaining -= piece[3]
+            scanner.deadline = older_deadline
+            for piece in reversed(pieces[1:]):  # oldest first, so seq grows with time
+                _scan_piece(scanner, piece, out)
+        except OutOfTime:
+            out["cut"] = True
+            out["notes"].append("the rotations stopped at their share of the scan's time, after %d lines; "
+                                "the live log is read next" % scanner.seq)
+        scanner.deadline = deadline
+        _scan_piece(scanner, pieces[0], out)
     except OutOfTime:
         out["cut"] = True
         out["notes"].append("the scan stopped at its share of the collector's deadline, after %d lines"

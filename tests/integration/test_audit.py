@@ -142,7 +142,7 @@ def test_a_locked_history_fails_with_one_line_and_exit_3(small_cluster, tmp_path
         holder.close()
     assert locked.returncode == 3 and locked.stdout == ""
     assert locked.stderr == (f"gpudiag: history {history} is locked by another gpudiag run (waited 0.5 s); "
-                             "this run was not recorded\n")
+                             "this run was not recorded; nothing was swept\n")  # found before any connection
 
 
 def test_output_file_with_quiet_keeps_stdout_silent(small_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

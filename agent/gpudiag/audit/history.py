@@ -14,10 +14,12 @@ fingerprint (:mod:`gpudiag.audit.changes`), and what was sent about it.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
+import re
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,6 +79,9 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX findings_gpu_action ON findings (host, gpu_key, action);
     """,
 )
+
+
+_CREATED = re.compile(r"CREATE TABLE (\w+)")  # the tables a migration adds
 
 
 class HistoryError(Exception):
@@ -181,16 +186,61 @@ class History:
             raise _translate(exc, self.path, self._lock_wait_s) from exc
 
     def _write(self, work: Any) -> Any:
-        """Run ``work()`` in one write transaction: all of it is kept, or none."""
+        """Run ``work()`` in one write transaction: all of it is kept, or none. A damaged file (a bad page, a
+        table missing) is a :class:`HistoryError` naming it."""
         self._begin()
         try:
             self._migrate()
             result = work()
             self._db.execute("COMMIT")
             return result
-        except BaseException:
-            self._db.execute("ROLLBACK")
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):  # a damaged file may refuse the rollback too
+                self._db.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError):
+                raise _translate(exc, self.path, self._lock_wait_s) from exc
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise HistoryError(f"history {self.path}: {exc}") from exc
             raise
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """A read of a damaged file (a bad page, a table missing): a :class:`HistoryError` naming it."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            raise _translate(exc, self.path, self._lock_wait_s) from exc
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"history {self.path}: {exc}") from exc
+
+    @classmethod
+    def check(cls, path: Path, *, lock_wait_s: float = DEFAULT_LOCK_WAIT_S) -> None:
+        """Before a sweep: the file opens (or is created), is a history this gpudiag reads, holds the tables its
+        version says, its pages read back (SQLite's ``quick_check``), and its write lock can be had within
+        ``lock_wait_s``; else :class:`HistoryError` (:class:`HistoryLocked`) naming the file."""
+        with cls.open(path, lock_wait_s=lock_wait_s) as history:
+            db = history._db
+            try:
+                version = history.version()
+                if version > HISTORY_SCHEMA:
+                    raise HistoryError(f"history {history.path}: schema version {version} is newer than this "
+                                       f"gpudiag reads ({HISTORY_SCHEMA}); upgrade gpudiag")
+                problem = db.execute("PRAGMA quick_check(1)").fetchone()[0]
+                if problem != "ok":  # e.g. "*** in database main ***\nPage 5: btreeInitPage() returns error code 11"
+                    said = "; ".join(line for line in str(problem).splitlines() if not line.startswith("***"))
+                    raise HistoryError(f"history {history.path}: the file is damaged ({said})")
+                tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                missing = [t for migration in MIGRATIONS[:version] for t in _CREATED.findall(migration)
+                           if t not in tables]
+                if missing:
+                    raise HistoryError(f"history {history.path}: table {missing[0]} is missing "
+                                       f"(schema version {version})")
+                history._begin()
+                db.execute("ROLLBACK")
+            except sqlite3.OperationalError as exc:
+                raise _translate(exc, history.path, lock_wait_s) from exc
+            except sqlite3.DatabaseError as exc:
+                raise HistoryError(f"history {history.path}: {exc}") from exc
 
     # ------------------------------------------------------------------------------------ writing
 
@@ -304,18 +354,20 @@ class History:
     def trend(self, host: str, gpu_key: str, reading: str, limit: int = 30) -> tuple[float | None, ...]:
         """One reading of one GPU (a field, or ``power.pct_of_limit``: :func:`reading_of`) over its last
         ``limit`` recorded runs, oldest first (None: not reported)."""
-        if self.version() < 1:
-            return ()
-        rows = self._db.execute("SELECT readings FROM gpus WHERE host = ? AND gpu_key = ? ORDER BY run_id DESC "
-                                "LIMIT ?", (host, gpu_key, limit)).fetchall()
+        with self._reading():
+            if self.version() < 1:
+                return ()
+            rows = self._db.execute("SELECT readings FROM gpus WHERE host = ? AND gpu_key = ? ORDER BY run_id "
+                                    "DESC LIMIT ?", (host, gpu_key, limit)).fetchall()
         values = (reading_of(stored_readings(r[0]), reading) for r in reversed(rows))
         return tuple(float(v) if isinstance(v, (int, float)) else None for v in values)
 
     def last_sent(self) -> dict[str, float]:
         """fingerprint → when it was last notified (seconds since the epoch)."""
-        if self.version() < 2:
-            return {}
-        return dict(self._db.execute("SELECT fingerprint, last_sent_s FROM notified").fetchall())
+        with self._reading():
+            if self.version() < 2:
+                return {}
+            return dict(self._db.execute("SELECT fingerprint, last_sent_s FROM notified").fetchall())
 
     def run_count(self) -> int:
         if self.version() < 1:

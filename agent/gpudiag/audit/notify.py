@@ -1,7 +1,8 @@
-"""Sending a change set: to webhooks (``--notify URL``, an HTTP POST of the ``gpudiag.audit.changes/1`` JSON through
-the standard library's urllib), to other services through Apprise when that optional extra is installed
-(``mailto://``, ``slack://``, … URLs; https://github.com/caronc/apprise), and to a command
-(``--notify-cmd CMD``: split like a shell would split it, run without a shell, the JSON on its stdin).
+"""Sending a change set: to webhooks (``--notify URL``, an HTTP POST of the ``gpudiag.audit.changes/1`` JSON:
+:mod:`.webhook`, one deadline for the whole request and only the status line read), to other services through
+Apprise when that optional extra is installed (``mailto://``, ``slack://``, … URLs;
+https://github.com/caronc/apprise), and to a command (``--notify-cmd CMD``: split like a shell would split it,
+run without a shell, the JSON on its stdin).
 
 A failure is data: :func:`send` returns one line per failed target and never raises, so a failed
 notification never loses the run. Apprise is imported here and nowhere else.
@@ -12,12 +13,12 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
-import urllib.error
-import urllib.request
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from gpudiag.audit.webhook import WebhookError, post_status
 
 NOTIFY_TIMEOUT_S = 10.0
 WEBHOOK_SCHEMES = ("http://", "https://")
@@ -90,17 +91,12 @@ def _title(payload: Mapping[str, Any]) -> str:
 
 
 def _post(url: str, body: bytes, timeout_s: float) -> str | None:
-    request = urllib.request.Request(url, data=body, method="POST", headers={
-        "Content-Type": "application/json", "User-Agent": "gpudiag"})
+    """POST ``body`` to ``url``: None when the receiver answered 2xx, else one line saying why not."""
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310 - http(s) only
-            response.read()
-    except urllib.error.HTTPError as exc:
-        return f"HTTP {exc.code} {exc.reason}"
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return str(reason).splitlines()[0] if str(reason) else type(exc).__name__
-    return None
+        status, reason = post_status(url, body, timeout_s)
+    except WebhookError as exc:
+        return str(exc)
+    return None if 200 <= status < 300 else f"HTTP {status} {reason}".rstrip()
 
 
 def _apprise(url: str, payload: Mapping[str, Any], body: str) -> str | None:

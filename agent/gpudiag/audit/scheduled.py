@@ -18,7 +18,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -28,6 +28,7 @@ from gpudiag.report import OutputFormat
 
 if TYPE_CHECKING:
     from gpudiag.audit.history import History
+    from gpudiag.audit.notify import Target
     from gpudiag.report import Trends
 
 EXIT_CANNOT_RUN = 3
@@ -93,6 +94,7 @@ class AuditOutcome:
     run_id: int | None = None
     changes: ChangeSet | None = None
     notified: tuple[FindingChange, ...] = ()
+    pending: PendingNotification | None = None  # the notifications, to :func:`deliver` after printing
 
 
 def check(options: AuditOptions, fmt: OutputFormat) -> None:
@@ -184,21 +186,64 @@ def _render(report: SweepReport, output: ReportOutput, changes: ChangeSet | None
     return render(report, output.format, view)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PendingNotification:
+    """What is left to do after the report is printed: send ``document`` to ``to``, then record what was sent
+    and what failed in run ``run_id`` of ``history`` (one short transaction, :func:`deliver`). Sent after the
+    report is out, so that no receiver (one that never answers, one that answers forever) can hold it back."""
+
+    document: Mapping[str, object]
+    to: tuple[Target, ...]
+    history: Path
+    lock_wait_s: float
+    run_id: int
+    sent: tuple[str, ...]  # the fingerprints to mark as sent when every target took it
+    cleared: tuple[str, ...]  # the resolved ones, forgotten
+    now_s: float
+
+
+def check_history(options: AuditOptions) -> None:
+    """Before any connection: the ``--history`` file opens, reads back and its write lock can be had, else
+    :class:`AuditConfigError` naming the file (the CLI: one line, exit 3, nothing swept)."""
+    if options.history is None:
+        return
+    from gpudiag.audit.history import History, HistoryError
+
+    try:
+        History.check(options.history, lock_wait_s=options.lock_wait_s)
+    except HistoryError as exc:
+        raise AuditConfigError(f"{exc}; nothing was swept") from None
+
+
 def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, color: bool = False,
           clock: Callable[[], float] = time.time, extra: Mapping[str, object] | None = None, tail: str = "",
           loud: bool = False) -> AuditOutcome:
-    """After the sweep: record, compare, write, notify. Returns what to print and the exit code.
+    """:func:`prepare`, then :func:`deliver` its notifications: their failures join ``stderr``. For callers that
+    print nothing in between; the sweep command prints the report first."""
+    outcome = prepare(report, output, options, color=color, clock=clock, extra=extra, tail=tail, loud=loud)
+    if outcome.pending is None:
+        return outcome
+    return replace(outcome, stderr=(*outcome.stderr, *deliver(outcome.pending)), pending=None)
+
+
+def prepare(report: SweepReport, output: ReportOutput, options: AuditOptions, *, color: bool = False,
+            clock: Callable[[], float] = time.time, extra: Mapping[str, object] | None = None, tail: str = "",
+            loud: bool = False) -> AuditOutcome:
+    """After the sweep: record, compare, write; the notifications are left in ``pending``. Returns what to print
+    and the exit code.
 
     ``extra``: top-level keys added to the JSON document (the Slurm step's ``slurm`` block); ``tail``: lines
     printed after the table (the Slurm states and actions); ``loud``: print the report even with ``--quiet``
-    when all is well (there were drain actions), unless it went to ``--output``."""
+    when all is well (there were drain actions), unless it went to ``--output``. A history that fails here
+    (checked before the sweep, it can still break: a full disk, a lock held past the wait) loses nothing but
+    the record: the report is printed and written as if there were no ``--history``, a line says the run was
+    not recorded, and the exit code is 3."""
     from gpudiag.audit.history import History, HistoryError
-    from gpudiag.audit.notify import send, targets
 
-    errors: list[str] = []
     changes: ChangeSet | None = None
     run_id = None
     history = None
+    lost: str | None = None  # why the history could not be used after the sweep
     try:
         if options.history is not None:
             history = History.open(options.history, lock_wait_s=options.lock_wait_s)
@@ -209,45 +254,31 @@ def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, c
 
             report = with_streaks(report, changes)  # a GPU held idle says for how long (runs and hours)
         text = _render(report, output, changes, run_id, options, color, history, extra, tail)
+        pending = _pending(changes, history, run_id, options, clock) if history is not None else None
+    except HistoryError as exc:
+        lost = str(exc) if "not recorded" in str(exc) else f"{exc}; this run was not recorded"
+        changes, run_id, pending = None, None, None
+        text = _render(report, output, None, None, options, color, None, extra, tail)
+    finally:
+        if history is not None:
+            history.close()
+    try:
         if options.output is not None:
             write_atomic(options.output, text + "\n")
         if options.prom_file is not None:
             from gpudiag.report.prometheus import render_prometheus
 
             write_atomic(options.prom_file, render_prometheus(report))
-        notified: tuple[FindingChange, ...] = ()
-        document: dict[str, object] | None = None  # the change set sent and printed by --only-changes
-        to = targets(options.notify_urls, options.notify_cmd)
-        if history is not None and changes is not None:
-            from gpudiag.report.changes_report import changes_document
-
-            now = clock()
-            chosen, again = (to_send(changes, history.last_sent(), options.renotify_s, now) if to
-                             else (changes.announced, frozenset()))
-            chosen += tuple(c for c in changes.newly_carried if c not in chosen)
-            if chosen or changes.hosts:
-                document = changes_document(changes, chosen, again)
-            if to and document is not None:
-                notified = chosen
-                failed = send(document, to)
-                errors.extend(failed)
-                sent = () if failed else [c.finding.fingerprint for c in notified
-                                           if c.state is not ChangeState.RESOLVED]
-                cleared = [c.finding.fingerprint for c in changes.findings if c.state is ChangeState.RESOLVED]
-                history.mark_notified(run_id or 0, sent=sent, cleared=cleared, errors=failed, now_s=now)
-    except HistoryError as exc:
-        return AuditOutcome(stdout="", stderr=(*errors, str(exc)), exit_code=EXIT_CANNOT_RUN)
     except OSError as exc:
-        return AuditOutcome(stdout="", stderr=(*errors, f"cannot write {exc.filename}: {exc.strerror}"),
+        return AuditOutcome(stdout="", stderr=(*([lost] if lost else ()),
+                                               f"cannot write {exc.filename}: {exc.strerror}"),
                             exit_code=EXIT_CANNOT_RUN)
-    finally:
-        if history is not None:
-            history.close()
     code = report.exit_code
     shown = False
-    if options.only_changes:
+    if options.only_changes and lost is None:
+        document = pending.document if pending is not None else None
         stdout = _only_changes(changes, document, output.format, options, output.width) if changes is not None else ""
-    elif output.quiet and (options.output is not None or (code == 0 and not loud)):
+    elif output.quiet and (options.output is not None or (code == 0 and not loud and lost is None)):
         stdout = ""
     elif options.output is not None:
         # The report went to the file, as `sort -o` or `curl -o` would: stdout says where, and the cluster's
@@ -257,8 +288,63 @@ def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, c
         stdout = f"wrote {options.output}: {render_summary_line(report)}"
     else:
         stdout, shown = text, True
-    return AuditOutcome(stdout=stdout, stderr=tuple(errors), exit_code=code, run_id=run_id, changes=changes,
-                        notified=notified, report_shown=shown)
+    return AuditOutcome(stdout=stdout, stderr=(lost,) if lost else (),
+                        exit_code=EXIT_CANNOT_RUN if lost else code, run_id=run_id, changes=changes,
+                        notified=pending.notified if pending is not None else (), report_shown=shown,
+                        pending=pending.notification if pending is not None else None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Chosen:
+    notified: tuple[FindingChange, ...]
+    document: Mapping[str, object] | None
+    notification: PendingNotification | None
+
+
+def _changes_document(changes: ChangeSet, chosen: tuple[FindingChange, ...],
+                      again: frozenset[str] = frozenset()) -> dict[str, object] | None:
+    """The change set sent and printed by ``--only-changes``; None when nothing changed."""
+    from gpudiag.report.changes_report import changes_document
+
+    return changes_document(changes, chosen, again) if chosen or changes.hosts else None
+
+
+def _pending(changes: ChangeSet | None, history: History, run_id: int | None, options: AuditOptions,
+             clock: Callable[[], float]) -> _Chosen | None:
+    """What to notify about this run, and the document: read from the history while it is open."""
+    from gpudiag.audit.notify import targets
+
+    if changes is None or options.history is None:
+        return None
+    to = targets(options.notify_urls, options.notify_cmd)
+    now = clock()
+    chosen, again = (to_send(changes, history.last_sent(), options.renotify_s, now) if to
+                     else (changes.announced, frozenset()))
+    chosen += tuple(c for c in changes.newly_carried if c not in chosen)
+    document = _changes_document(changes, chosen, again)
+    if not to or document is None:
+        return _Chosen(notified=(), document=document, notification=None)
+    return _Chosen(notified=chosen, document=document, notification=PendingNotification(
+        document=document, to=to, history=options.history, lock_wait_s=options.lock_wait_s, run_id=run_id or 0,
+        sent=tuple(c.finding.fingerprint for c in chosen if c.state is not ChangeState.RESOLVED),
+        cleared=tuple(c.finding.fingerprint for c in changes.findings if c.state is ChangeState.RESOLVED),
+        now_s=now))
+
+
+def deliver(pending: PendingNotification) -> tuple[str, ...]:
+    """Send the change set, then record in the history what was sent and what failed; one line per failure
+    (a target, or the history that could not take the record)."""
+    from gpudiag.audit.history import History, HistoryError
+    from gpudiag.audit.notify import send
+
+    failed = send(pending.document, pending.to)
+    try:
+        with History.open(pending.history, lock_wait_s=pending.lock_wait_s) as history:
+            history.mark_notified(pending.run_id, sent=() if failed else pending.sent, cleared=pending.cleared,
+                                  errors=failed, now_s=pending.now_s)
+    except HistoryError as exc:
+        return (*failed, f"{exc} (what was sent was not recorded: it may be sent again)")
+    return failed
 
 
 def _only_changes(changes: ChangeSet, document: Mapping[str, object] | None, fmt: OutputFormat,

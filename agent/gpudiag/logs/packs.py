@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpudiag.logs.regex_lint import nested_quantifier
+from gpudiag.logs.regex_lint import backtracking_risk
 from gpudiag.model import FactValue
 from gpudiag.sources.yaml_file import YamlFileError, load, read_text
 
@@ -191,7 +191,7 @@ class _Checker:
             compiled = re.compile(value)
         except re.error as exc:
             raise self.fail(where, f"{key} does not compile: {exc}") from exc
-        why = nested_quantifier(value)
+        why = backtracking_risk(value)
         if why is not None:
             shown = value if value.isprintable() else repr(value)
             raise self.fail(where, f"{key} '{shown}' is refused: {why}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpudiag.model.changes import ChangeSet, ChangeState, FindingChange, FlapRule
+from gpudiag.report.escape import safe
 from gpudiag.report.fold import index_ranges
 
 CHANGES_WIDTH = 160  # a pipe's width (the CLI's PIPE_WIDTH): what a caller that names none gets
@@ -65,7 +66,7 @@ def change_lines(changes: ChangeSet, flap: FlapRule = FlapRule()) -> list[str]:
             lines.append(f"{'BACK':<9} {'':<8} {h.host}  answers again (was {h.previous_status})")
         else:
             lines.append(f"{'AWAY':<9} {'':<8} {h.host}  does not answer ({h.status})")
-    return lines
+    return [safe(line) for line in lines]  # node text (a summary quoting a log line, a host name): escaped
 
 
 def render_changes(changes: ChangeSet, flap: FlapRule = FlapRule(), *, width: int = CHANGES_WIDTH) -> str:

@@ -6,6 +6,7 @@ A rendering concern only: the JSON report keeps every host and finding. Pure, no
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Hashable, Iterable, Sequence
 from typing import TypeVar
@@ -48,8 +49,19 @@ def host_label(names: Sequence[str]) -> str:
 
 
 def label_parts(label: str) -> list[str]:
-    """A host label split between its ranges, never inside one: ``"a-[01,04],b02"`` → ``["a-[01,04]", "b02"]``."""
-    return re.split(r",(?![^\[]*\])", label)
+    """A host label split between its ranges, never inside one: ``"a-[01,04],b02"`` → ``["a-[01,04]", "b02"]``.
+    A comma splits unless the next bracket after it closes one. One pass from the end (a look-ahead regex for
+    each comma scanned the rest of the label: quadratic, 1.3 s for one label of 10,000 hosts)."""
+    cuts: list[int] = []
+    next_bracket = ""
+    for pos in range(len(label) - 1, -1, -1):
+        char = label[pos]
+        if char in "[]":
+            next_bracket = char
+        elif char == "," and next_bracket != "]":
+            cuts.append(pos)
+    bounds = [-1, *reversed(cuts), len(label)]
+    return [label[a + 1:b] for a, b in itertools.pairwise(bounds)]
 
 
 def counted_label(names: Sequence[str]) -> str:
@@ -69,13 +81,39 @@ def index_ranges(indexes: Iterable[int]) -> str:
     return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
+_WORD = re.compile(r"\w")
+
+
 def generic(text: str, host: HostReport) -> str:
     """``text`` with the host's own name and address replaced by :data:`HOST_PLACEHOLDER`, so that 50 hosts
     that each say "connection refused by 10.0.0.<n>:22" fold into one line. A name inside a longer name
     (10.0.0.1 in 10.0.0.12) is left alone."""
     for own in sorted({host.host, host.address or ""} - {""}, key=len, reverse=True):
-        text = re.sub(rf"(?<![\w.-]){re.escape(own)}(?![\w-]|\.\w)", HOST_PLACEHOLDER, text)
+        text = _replace_name(text, own)
     return text
+
+
+def _replace_name(text: str, own: str) -> str:
+    """``text`` with each ``own`` that stands alone (not inside a longer name) replaced by the placeholder.
+    A plain search, not a regular expression built per host: compiling one for each of 10,000 hosts cost
+    most of ``merge``'s 32 s (the ``re`` cache holds 512)."""
+    out: list[str] = []
+    start = 0
+    found = text.find(own)
+    while found >= 0:
+        end = found + len(own)
+        before = text[found - 1:found]
+        after = text[end:end + 2]
+        # Alone: not after a word character, "." or "-"; not before a word character, "-", or "." and a word one.
+        alone = not (before in (".", "-") or (before and _WORD.match(before))) and not (
+            after[:1] == "-" or (after and _WORD.match(after)) or (after[:1] == "." and _WORD.match(after[1:])))
+        if alone:
+            out.append(text[start:found] + HOST_PLACEHOLDER)
+            start = end
+            found = text.find(own, end)
+        else:
+            found = text.find(own, found + 1)
+    return "".join(out) + text[start:]
 
 
 def shown(text: str, generic_text: str, names: Sequence[str]) -> str:

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import fields
-from html import escape
 
 from gpudiag.model import CheckSettings, Finding, HostReport, HostStatus, Severity, SweepReport
 from gpudiag.model.changes import ChangeSet
 from gpudiag.report.counts import findings_by_severity, gpus_by_sm, hosts_by_status
+from gpudiag.report.escape import html_text as escape  # node text: controls and bidi escaped, then markup
 from gpudiag.report.fold import index_ranges
 from gpudiag.report.html_chart import (
     flagged_codes,

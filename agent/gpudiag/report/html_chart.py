@@ -21,10 +21,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from html import escape
 
 from gpudiag.model import CheckSettings, GpuReading, Severity, SweepReport
 from gpudiag.report.counts import gpus_by_sm
+from gpudiag.report.escape import html_text as escape  # node text: controls and bidi escaped, then markup
 
 # Okabe-Ito: told apart by colour-blind readers too (https://jfly.uni-koeln.de/color/)
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")

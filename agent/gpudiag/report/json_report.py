@@ -44,6 +44,7 @@ from gpudiag.model import (
 from gpudiag.model.json_codec import Shape, decode, encode, plain
 from gpudiag.report.changes_report import annotate
 from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, held_idle, hosts_by_status
+from gpudiag.report.escape import json_safe
 from gpudiag.report.view import ReportView
 
 
@@ -144,10 +145,11 @@ def dumps(document: Any) -> str:
     --profile); an integer past 64 bits falls back to the standard library."""
     if _orjson is not None:
         try:
-            return str(_orjson.dumps(document, option=_orjson.OPT_INDENT_2).decode("utf-8"))
+            return json_safe(str(_orjson.dumps(document, option=_orjson.OPT_INDENT_2).decode("utf-8")))
         except TypeError:  # an integer orjson cannot write
             pass
-    return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
+    # Node text's C1 controls and bidi characters as \uXXXX escapes: a JSON file shown in a terminal acts on nothing.
+    return json_safe(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False))
 
 
 def _load_orjson() -> Any:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from gpudiag.model import GpuReading, SweepReport
 from gpudiag.model.changes import epoch_of
+from gpudiag.report.escape import safe_lines
 from gpudiag.report.view import ReportView
 
 
@@ -85,8 +86,9 @@ METRICS = {
 
 
 def escape_label(value: str) -> str:
-    """A label value as the text format wants it: backslash, double quote and newline escaped."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    """A label value as the text format wants it: node text's controls and bidi characters shown escaped
+    (:func:`safe_lines`), then backslash, double quote and newline escaped as the format says."""
+    return safe_lines(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _labels(pairs: Iterable[tuple[str, str]]) -> str:

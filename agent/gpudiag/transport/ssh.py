@@ -38,6 +38,7 @@ from gpudiag.transport.base import (
     RemoteCommand,
     TransportError,
 )
+from gpudiag.transport.known_hosts_file import append_unless
 from gpudiag.transport.pacing import Pacer, Pacing
 
 DEFAULT_USER_KNOWN_HOSTS = "~/.ssh/known_hosts"
@@ -265,30 +266,43 @@ class SshTransport:
         is a changed one, not a new one."""
         return isinstance(known, asyncssh.SSHKnownHosts) and bool(known.match(host.target, "", host.port or 22)[0])
 
-    async def _record_new_key(self, host: Host, tunnel: asyncssh.SSHClientConnection | None) -> bool:
-        """accept-new: record an unknown host's key (the caller checked that none was known when it tried);
-        False when the file it is recorded in holds another key for it by now."""
+    async def _record_new_key(self, host: Host, tunnel: asyncssh.SSHClientConnection | None) -> str:
+        """accept-new: record an unknown host's key (the caller checked that none was known when it tried).
+        "recorded" (or "known": another connection or another run recorded this very key meanwhile), "other"
+        when the file holds another key for it by now, "revoked" when a file read for it revokes this key
+        (``@revoked``): never recorded as trusted."""
         port = host.port or 22
         async with self._pacer.handshake(self._gates(host, tunnel is not None)):
             key = await asyncio.wait_for(
                 asyncssh.get_server_host_key(host.target, port, tunnel=tunnel if tunnel is not None else ()),
                 self.options.connect_timeout_s)
         if key is None:
-            return False
+            return "other"
         name = host.target if port == 22 else f"[{host.target}]:{port}"
         path = self._record_file(host)
-        async with self._write_lock:
-            # Read again under the lock: another connection to the same host (a second inventory name, a
-            # bastion) may have recorded it meanwhile; never a second line for the same key.
-            if path.exists():
-                recorded = asyncssh.import_known_hosts(path.read_text()).match(host.target, "", port)[0]
-                if recorded:
-                    return any(k.public_data == key.public_data for k in recorded)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("ab") as out:
-                out.write(name.encode() + b" " + key.export_public_key("openssh").strip() + b"\n")
-            self._known.clear()
-        return True
+        read = [f for f in self._known_files(host) if os.path.exists(f) and f != str(path)]
+
+        def decide(text: str) -> str | None:
+            # The record file as it is now, under its lock, and the other files read for this host: a key
+            # another run has just recorded is seen, and a revoked one is never trusted.
+            files = [asyncssh.import_known_hosts(text)] if text.strip() else []
+            files += [asyncssh.read_known_hosts(f) for f in read]
+            matches = [known.match(host.target, "", port) for known in files]
+            # match() drops the revoked keys of "[host]:port" when no trusted key is listed for it (it looks
+            # again without the port): its own lookup for the port, where asyncssh has one.
+            revoked = [getattr(known, "_match", known.match)(host.target, "", port)[2] for known in files]
+            if any(k.public_data == key.public_data for keys in revoked + [m[2] for m in matches] for k in keys):
+                return "revoked"
+            recorded = [k for m in matches[:1] if text.strip() for k in m[0]]
+            if recorded:
+                return "known" if any(k.public_data == key.public_data for k in recorded) else "other"
+            return None
+
+        line = name.encode() + b" " + key.export_public_key("openssh").strip()
+        async with self._write_lock:  # one thread at a time from this process; flock between processes
+            verdict = await asyncio.to_thread(append_unless, path, line, decide)
+            self._known.clear()  # read again: this run's copy may lack what others recorded
+        return verdict or "recorded"
 
     # -- connections -----------------------------------------------------------------------------
     def _connect_kwargs(self, host: Host) -> dict[str, object]:
@@ -358,7 +372,11 @@ class SshTransport:
             if error is None:
                 raise
             raise error from exc
-        if not recorded:
+        if recorded == "revoked":
+            raise HostKeyRejected(
+                f"host key of {host.target} is revoked in known_hosts (@revoked): it is never trusted, not even "
+                "with --accept-new-host-keys; give the node a new host key") from rejected
+        if recorded == "other":
             raise changed from rejected
         return await self._connect(host, tunnel, retry_after_accept=False)
 

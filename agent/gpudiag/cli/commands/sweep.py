@@ -22,10 +22,13 @@ if TYPE_CHECKING:
 @command("sweep")
 def sweep(*, given: Given) -> None:
     """Sweep hosts over SSH, read their GPUs and logs, and report what is wrong."""
+    from gpudiag.audit.scheduled import check_history
     from gpudiag.cli import build, slurm
 
     try:
         request = build.request(given)
+        if request.audit is not None:
+            check_history(request.audit)  # a history that cannot take the run: one line, before any connection
         if request.hosts.slurm is not None and not request.demo:  # Slurm gives the hosts: its nodes' states are kept
             selected = selected_hosts(request.hosts)
             report = sweep_selected(request, selected)
@@ -64,12 +67,12 @@ def with_repeats(report: SweepReport, request: SweepRequest) -> SweepReport:
 
 
 def finish(report: SweepReport, request: SweepRequest, drained: Drained | None = None) -> int:
-    """The end of ``sweep``: record, compare, write the files and notify as ``request.audit`` asks, then print
-    the report (with the Slurm step's block and lines when ``drained``); returns the exit code."""
-    from gpudiag.audit.scheduled import AuditOptions, audit
+    """The end of ``sweep``: record, compare and write the files as ``request.audit`` asks, print the report
+    (with the Slurm step's block and lines when ``drained``), then notify; returns the exit code."""
+    from gpudiag.audit.scheduled import AuditOptions, deliver, prepare
 
     output = request.output
-    outcome = audit(report, output, request.audit or AuditOptions(), color=sys.stdout.isatty(),
+    outcome = prepare(report, output, request.audit or AuditOptions(), color=sys.stdout.isatty(),
                     extra=drained.document(request) if drained is not None else None,
                     tail=drained.tail(report, request) if drained is not None else "",
                     loud=drained is not None and bool(drained.actions))
@@ -79,5 +82,8 @@ def finish(report: SweepReport, request: SweepRequest, drained: Drained | None =
         for action in drained.actions:  # said on stderr where stdout does not list them
             typer.echo(f"gpudiag: {action.line}", err=True)
     for line in outcome.stderr:
+        typer.echo(f"gpudiag: {line}", err=True)
+    # The notifications only now, the report out: no receiver can hold it back.
+    for line in deliver(outcome.pending) if outcome.pending is not None else ():
         typer.echo(f"gpudiag: {line}", err=True)
     return outcome.exit_code
