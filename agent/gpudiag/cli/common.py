@@ -47,10 +47,15 @@ def use_event_loop(loop: EventLoop) -> None:
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` on the chosen event loop (:func:`gpudiag.sweep.loop.run`)."""
-    from gpudiag.sweep.loop import run
+    """Run ``coro`` on the chosen event loop (:func:`gpudiag.sweep.loop.run`). Interrupted before it started (a
+    Ctrl-C in the import below, or before the loop ran it), it is closed: no "never awaited" warning."""
+    try:
+        from gpudiag.sweep.loop import run
 
-    return run(coro, _event_loop[0], note=_say)
+        return run(coro, _event_loop[0], note=_say)
+    except BaseException:
+        coro.close()  # a no-op once it ran
+        raise
 
 
 def _say(line: str) -> None:

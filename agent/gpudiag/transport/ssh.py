@@ -38,6 +38,7 @@ from gpudiag.transport.base import (
     RemoteCommand,
     TransportError,
 )
+from gpudiag.transport.cancel import honour_cancel
 from gpudiag.transport.pacing import Pacer, Pacing
 
 DEFAULT_USER_KNOWN_HOSTS = "~/.ssh/known_hosts"
@@ -270,9 +271,9 @@ class SshTransport:
         False when the file it is recorded in holds another key for it by now."""
         port = host.port or 22
         async with self._pacer.handshake(self._gates(host, tunnel is not None)):
-            key = await asyncio.wait_for(
+            key = await honour_cancel(asyncio.wait_for(
                 asyncssh.get_server_host_key(host.target, port, tunnel=tunnel if tunnel is not None else ()),
-                self.options.connect_timeout_s)
+                self.options.connect_timeout_s), discard=lambda _key: None)
         if key is None:
             return False
         name = host.target if port == 22 else f"[{host.target}]:{port}"
@@ -334,7 +335,10 @@ class SshTransport:
             if tunnel is not None:
                 kwargs["tunnel"] = tunnel
             async with self._pacer.handshake(self._gates(host, tunnel is not None)):
-                return await asyncssh.connect(host.target, **kwargs)
+                # Through honour_cancel: asyncssh's connect is a wait_for, which on Python < 3.12 can swallow
+                # a cancellation (a stopped sweep) that lands as the connection completes.
+                return await honour_cancel(asyncssh.connect(host.target, **kwargs),
+                                           discard=lambda conn: conn.close())
         except asyncssh.HostKeyNotVerifiable as exc:
             rejected = exc
         except Exception as exc:
@@ -477,7 +481,8 @@ class SshTransport:
                 if collector is None:
                     process = await conn.create_process(command.command, encoding=None)
                     collector = self._collectors[host] = _Collector(connection=conn, process=process)
-                    process.stdin.write(command.stdin)  # the bundle, and the first round's line
+                    # The bundle, the first round's line, and the line that has the node end it with its channel.
+                    process.stdin.write(command.stdin + command.kept_stdin)
                 else:
                     collector.process.stdin.write(b"\n")
                 line, ended, cut = await _read_line(collector.process.stdout, collector.pending,
