@@ -195,6 +195,16 @@ def process_ended(pid: int, *, wait_s: float = 5.0) -> bool:
         time.sleep(0.05)
 
 
+def interrupt(proc: subprocess.Popen[bytes], wait_s: float = 15.0) -> None:
+    """Ctrl-C, as an operator stops a long-running gpudiag (killed if it has not ended after ``wait_s``)."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def commands_of(pids: set[int], most: int = 5) -> str:
     """The command lines of (the first ``most`` of) ``pids``, for a test's failure message."""
     lines = []

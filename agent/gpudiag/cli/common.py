@@ -225,4 +225,7 @@ def prepare_hosts(request: SweepRequest, no_hosts: str) -> tuple[PreparedSweep |
     selected = selected_hosts(request.hosts)
     if not selected.hosts:
         raise RequestError(no_hosts)
-    return prepare(request, selected), None
+    prepared = prepare(request, selected)
+    for note in prepared.notes:  # the kept connections that the open-file limit does not fit
+        _say(note)
+    return prepared, None
