@@ -137,6 +137,32 @@ class SshdCluster:
         """Whether the stub that hung on that node has ended (within ``wait_s``)."""
         return process_ended(int(self.hang_pid_file(scenario_or_address).read_text()), wait_s=wait_s)
 
+    def session_pids(self) -> set[int]:
+        """The live processes of this cluster's SSH sessions (shells, collectors, nvidia-smi, `timeout`): each
+        has the node's HOME in its environment (sshd's SetEnv), which nothing else on this machine has."""
+        marker = f"HOME={self.state_dir.parent / 'home'}".encode()
+        found = set()
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                environ = Path(f"/proc/{entry}/environ").read_bytes()  # a zombie's reads empty
+            except OSError:
+                continue
+            if marker in environ.split(b"\0"):
+                found.add(int(entry))
+        return found
+
+    def sessions_left(self, before: set[int], *, wait_s: float) -> set[int]:
+        """The session processes started since ``before`` (:meth:`session_pids`) still running after up to
+        ``wait_s``."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            left = self.session_pids() - before
+            if not left or time.monotonic() >= deadline:
+                return left
+            time.sleep(0.05)
+
     def inventory_defaults(self) -> str:
         """An inventory's ``defaults:`` block (YAML) that reaches this cluster: user, port, key, known_hosts."""
         return (f"defaults:\n  user: {self.user}\n  port: {self.port}\n  identity_file: {self.client_key}\n"
@@ -167,6 +193,25 @@ def process_ended(pid: int, *, wait_s: float = 5.0) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.05)
+
+
+def interrupt(proc: subprocess.Popen[bytes], wait_s: float = 15.0) -> None:
+    """Ctrl-C, as an operator stops a long-running gpudiag (killed if it has not ended after ``wait_s``)."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def commands_of(pids: set[int], most: int = 5) -> str:
+    """The command lines of (the first ``most`` of) ``pids``, for a test's failure message."""
+    lines = []
+    for pid in sorted(pids)[:most]:
+        with contextlib.suppress(OSError):
+            lines.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:120])
+    return "; ".join(lines)
 
 
 def extra_address(i: int) -> str:

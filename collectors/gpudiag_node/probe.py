@@ -643,12 +643,22 @@ def main_with_config(config):
     return 0
 
 
-def _requests(idle_s):
-    """Yield once per line on stdin; stop at its end, or when no line came for ``idle_s`` seconds.
+# The line a transport that keeps the process writes after the first round's (gpudiag.collect.remote sends it):
+# from then on the end of stdin means that the channel closed (watch stopped, the connection dropped), and the
+# whole process group ends at once, mid-round too, as the one-shot loader's watcher does. Without it (the
+# command run once, its stdin closed after the first line) the round in progress still answers.
+KEPT_LINE = b"kept"
 
-    select() on the descriptor, then os.read: a buffered readline cannot time out. What the loader's
-    buffered read of the bundle took in past it (the first round's line) is taken from the buffer first."""
-    import select
+
+def _requests(idle_s):
+    """Yield once per empty line on stdin; stop at its end, or when no line came for ``idle_s`` seconds.
+
+    A thread reads stdin the whole time, between rounds and during them, so that its end is seen at once:
+    after :data:`KEPT_LINE` it SIGKILLs the process group (a hung nvidia-smi and the collector with it; before,
+    a kept collector outlived its channel by up to a call bound, ~12 s). What the loader's buffered read of the
+    bundle took in past it (the first round's line) is taken from the buffer first."""
+    import signal
+    import threading
 
     fd = sys.stdin.fileno()
     pending = bytearray()
@@ -659,19 +669,48 @@ def _requests(idle_s):
         pass
     finally:
         os.set_blocking(fd, True)
-    while True:
-        end = pending.find(b"\n")
-        if end >= 0:
+    state = {"asked": 0, "ended": False, "kept": False}
+    changed = threading.Condition()
+
+    def take_lines():
+        while True:
+            end = pending.find(b"\n")
+            if end < 0:
+                return
+            line = bytes(pending[:end]).strip()
             del pending[:end + 1]
-            yield
-            continue
-        ready, _, _ = select.select([fd], [], [], idle_s)
-        if not ready:
-            return  # nobody asked for a while: the controller is gone (a reset connection)
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            return
-        pending += chunk
+            if line == KEPT_LINE:
+                state["kept"] = True
+            else:
+                state["asked"] += 1
+
+    def read():
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError:
+                chunk = b""
+            with changed:
+                if not chunk:
+                    if state["kept"]:
+                        os.killpg(0, signal.SIGKILL)
+                    state["ended"] = True
+                    changed.notify()
+                    return
+                pending.extend(chunk)
+                take_lines()
+                changed.notify()
+
+    with changed:
+        take_lines()
+    threading.Thread(target=read, daemon=True).start()
+    while True:
+        with changed:
+            changed.wait_for(lambda: state["asked"] or state["ended"], idle_s)
+            if not state["asked"]:
+                return  # stdin ended, or nobody asked for a while: the controller is gone (a reset connection)
+            state["asked"] -= 1
+        yield
 
 
 def _end_round(*_):

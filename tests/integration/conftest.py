@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +65,75 @@ def silent_listener() -> Iterator[int]:
     for conn in held:
         conn.close()
     server.close()
+
+
+class Relay:
+    """A TCP relay on loopback to ``target`` (a real sshd): it passes bytes both ways until :meth:`blackhole`,
+    after which it keeps every connection open and passes nothing, as a node that froze or a network that
+    drops every packet (no reset, no FIN)."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(16)
+        self.port = int(self.server.getsockname()[1])
+        self.black = threading.Event()
+        self.stop = threading.Event()
+        self.held: list[socket.socket] = []
+        self.threads = [threading.Thread(target=self._accept, daemon=True)]
+        self.threads[0].start()
+
+    def blackhole(self) -> None:
+        self.black.set()
+
+    def _accept(self) -> None:
+        self.server.settimeout(0.1)
+        while not self.stop.is_set():
+            try:
+                client = self.server.accept()[0]
+            except OSError:
+                continue
+            upstream = socket.create_connection(self.target)
+            self.held += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                thread = threading.Thread(target=self._pass, args=(a, b), daemon=True)
+                thread.start()
+                self.threads.append(thread)
+
+    def _pass(self, source: socket.socket, sink: socket.socket) -> None:
+        source.settimeout(0.1)
+        while not self.stop.is_set():
+            if self.black.is_set():
+                time.sleep(0.1)  # read nothing, send nothing: the bytes wait in the kernel's buffers
+                continue
+            try:
+                data = source.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            if not data:
+                sink.shutdown(socket.SHUT_WR)
+                return
+            sink.sendall(data)
+
+    def close(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join()
+        for conn in self.held:
+            conn.close()
+        self.server.close()
+
+
+@pytest.fixture()
+def relay_to_sshd(sshd_cluster: SshdCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Relay, Path]]:
+    """A :class:`Relay` to the cluster's healthy node, and a known_hosts file that trusts the node's key at the
+    relay's address and port."""
+    relay = Relay(("127.0.0.2", sshd_cluster.port))
+    key = " ".join(sshd_cluster.known_hosts.read_text().split("\n", 1)[0].split()[1:3])
+    known = tmp_path_factory.mktemp("relay") / "known_hosts"
+    known.write_text(f"[127.0.0.1]:{relay.port} {key}\n")
+    yield relay, known
+    relay.close()

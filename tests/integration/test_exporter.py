@@ -5,7 +5,6 @@ metrics."""
 
 from __future__ import annotations
 
-import signal
 import socket
 import subprocess
 import sys
@@ -15,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from loopback import interrupt
+
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 
@@ -23,16 +24,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Ctrl-C, as an operator stops it (killed if it does not end)."""
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def scrape(url: str) -> tuple[float, str]:
@@ -88,7 +79,7 @@ def test_exporter_answers_from_the_last_refresh(sshd_cluster, tmp_path: Path) ->
         assert any(line.startswith('gpudiag_gpu_power_watts{gpu="0",host="healthy"') for line in lines)
         assert "# TYPE gpudiag_gpu_utilization_ratio gauge" in lines
     finally:
-        _stop(proc)
+        interrupt(proc)
     assert sshd_cluster.hung_stub_ended("hang", wait_s=10)
 
 
@@ -109,7 +100,7 @@ def test_exporter_serves_the_demo_cluster(tmp_path: Path) -> None:
         assert not [line for line in lines if 'status="error"' in line]
         assert any(line.startswith("gpudiag_exporter_refreshes ") for line in lines)
     finally:
-        _stop(proc)
+        interrupt(proc)
     assert proc.returncode == 130, log.read_text()
     said = log.read_text()
     # where it listens and how many hosts, on stderr, as it starts
@@ -137,5 +128,5 @@ def test_exporter_reads_a_host_whatever_form_its_logs_take(sshd_cluster, tmp_pat
             assert f'gpudiag_host_up{{host="{name}"}} 1.0' in lines, text
         assert not [line for line in lines if 'status="error"' in line]
     finally:
-        _stop(proc)
+        interrupt(proc)
     assert log.read_text().startswith(f"gpudiag exporter: serving http://127.0.0.1:{port}/metrics, 5 hosts, every 1 s")

@@ -207,3 +207,17 @@ def test_without_user_in_the_environment_the_user_is_resolved_once(sshd_cluster)
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout) == ["ok", None]
+
+
+def test_a_recorded_key_of_a_type_the_server_lacks_is_a_rejected_host_key(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """known_hosts holds an RSA key for the node, whose sshd has an ed25519 key only: the host key is rejected
+    and the message names both types (before: `error`, "SSH connection ... closed: Connection lost")."""
+    subprocess.run(["ssh-keygen", "-q", "-t", "rsa", "-b", "2048", "-N", "", "-f", str(tmp_path / "rsa")],
+                   check=True, stdin=subprocess.DEVNULL)
+    kind, blob = (tmp_path / "rsa.pub").read_text().split()[:2]
+    known = tmp_path / "known_hosts"
+    known.write_text(f"[127.0.0.2]:{sshd_cluster.port} {kind} {blob}\n")
+    host = dataclasses.replace(sshd_cluster.host("127.0.0.2", "healthy"), known_hosts=str(known))
+    result = only(run_sweep([host]))
+    assert result.status is HostStatus.HOST_KEY_REJECTED, result.error
+    assert "lists a ssh-rsa key" in (result.error or "") and "presents ssh-ed25519" in (result.error or "")

@@ -102,3 +102,28 @@ def test_a_dead_hosts_retry_does_not_stretch_the_refresh(sshd_cluster, silent_li
     gaps = [later[0] - earlier[0] for earlier, later in zip(seen, seen[1:], strict=False)]
     assert max(gaps) < 2.0, gaps  # a retry held in the refresh: 3 s and more
     assert all(statuses == {"healthy": HostStatus.OK, "silent": HostStatus.UNREACHABLE} for _, statuses in seen)
+
+
+def test_a_blackholed_kept_connection_does_not_hold_the_refresh(sshd_cluster, relay_to_sshd) -> None:  # type: ignore[no-untyped-def]
+    """After the first refresh the relayed host's network drops every packet (no reset, no FIN): the next
+    refresh still ends within its liveness bound, that host failing it (its connection closed by the SSH
+    keepalives a round sends), not at the command's deadline (before: 65 s, the 60 s --timeout and its grace)."""
+    relay, known = relay_to_sshd
+    healthy = sshd_cluster.host("127.0.0.2", "healthy")
+    frozen = dataclasses.replace(healthy, name="frozen", address="127.0.0.1", port=relay.port, known_hosts=str(known))
+    transport = SshTransport(SshOptions(ssh_config=[], keep_connections=True))
+    options = SweepOptions(samples=1, interval_s=0.0, deadline_s=60.0, stream=True)
+    seen: list[tuple[float, dict[str, tuple[HostStatus, str | None]]]] = []
+
+    def on_refresh(refresh: int, report: SweepReport, change: Changes) -> None:
+        seen.append((time.monotonic(), {h.host: (h.status, h.error) for h in report.hosts}))
+        if refresh == 1:
+            relay.blackhole()
+
+    asyncio.run(watch([healthy, frozen], transport, options, every_s=0.5, count=2, on_refresh=on_refresh))
+    (_, first), (_, second) = seen
+    assert {host: status for host, (status, _) in first.items()} == {"healthy": HostStatus.OK, "frozen": HostStatus.OK}
+    assert second["healthy"][0] is HostStatus.OK
+    status, error = second["frozen"]
+    assert status is not HostStatus.OK and "keepalive" in (error or "").lower(), (status, error)
+    assert seen[1][0] - seen[0][0] < options.deadline_s  # a refresh held to the command's deadline: 65 s

@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,7 @@ from gpudiag.model import RemoteResult
 from gpudiag.sweep.runner import SweepOptions, collector_command
 from gpudiag.transport.base import CommandTimeout
 from gpudiag.transport.ssh import SshOptions, SshTransport
-from loopback import process_ended
+from loopback import commands_of, process_ended
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -155,3 +157,26 @@ def test_watch_demo_reads_the_spare_node_with_a_mapping_log() -> None:
         (spare,) = [h for h in doc["hosts"] if h["host"] == "spare-h200-03"]
         assert spare["status"] == "ok" and spare["gpus"], spare
         assert "HOST_UNREACHABLE" not in {f["code"] for f in spare["findings"]}
+
+
+def test_ctrl_c_ends_the_kept_collectors_mid_round(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """SIGINT to `gpudiag watch` while its kept collectors sample (15 s rounds): within 2 s of watch's end nothing
+    of theirs runs on the nodes (before, a kept collector ran its round out, up to a call bound, ~12 s)."""
+    hosts = sshd_cluster.extra_hosts(6)
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(sshd_cluster.inventory_defaults() + "hosts:\n"
+                         + "".join(f"  {h.name}: {{address: {h.address}}}\n" for h in hosts))
+    before = sshd_cluster.session_pids()
+    proc = subprocess.Popen([sys.executable, "-m", "gpudiag", "watch", "-i", str(inventory), "--samples", "30",
+                             "--interval", "0.5", "--timeout", "60", "--plain"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    deadline = time.monotonic() + 60
+    while len(sshd_cluster.session_pids() - before) < len(hosts) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)  # every collector is in its first round
+    assert proc.poll() is None, proc.communicate()[1]
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    left = sshd_cluster.sessions_left(before, wait_s=2.0)
+    assert not left, f"{len(left)} processes still run on the nodes 2 s after watch ended: {commands_of(left)}"

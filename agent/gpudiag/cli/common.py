@@ -47,10 +47,15 @@ def use_event_loop(loop: EventLoop) -> None:
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` on the chosen event loop (:func:`gpudiag.sweep.loop.run`)."""
-    from gpudiag.sweep.loop import run
+    """Run ``coro`` on the chosen event loop (:func:`gpudiag.sweep.loop.run`). Interrupted before it started (a
+    Ctrl-C in the import below, or before the loop ran it), it is closed: no "never awaited" warning."""
+    try:
+        from gpudiag.sweep.loop import run
 
-    return run(coro, _event_loop[0], note=_say)
+        return run(coro, _event_loop[0], note=_say)
+    except BaseException:
+        coro.close()  # a no-op once it ran
+        raise
 
 
 def _say(line: str) -> None:
@@ -220,4 +225,7 @@ def prepare_hosts(request: SweepRequest, no_hosts: str) -> tuple[PreparedSweep |
     selected = selected_hosts(request.hosts)
     if not selected.hosts:
         raise RequestError(no_hosts)
-    return prepare(request, selected), None
+    prepared = prepare(request, selected)
+    for note in prepared.notes:  # the kept connections that the open-file limit does not fit
+        _say(note)
+    return prepared, None

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from gpudiag.report import OutputFormat
 from gpudiag.sources.selection import HostSelection, SelectedHosts
 from gpudiag.transport.build import SshRequest, raise_open_file_limit
+from gpudiag.transport.limits import kept_for
 
 __all__ = ["HostSelection", "OutputRequest", "PreparedSweep", "RequestError", "SelectedHosts", "SweepRequest",
            "Thresholds", "demo_conflicts", "parse_shard", "prepare", "prepare_demo", "select_hosts"]
@@ -107,6 +108,7 @@ class PreparedSweep:
     options: SweepOptions  # with the check settings the inventory and the flags set
     plans: Mapping[str, LogPlan]  # each host's log plan by host name, built once for the whole run
     ssh: SshOptions
+    notes: tuple[str, ...] = ()  # lines for the operator (the kept connections the open-file limit does not fit)
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -151,9 +153,16 @@ def prepare(request: SweepRequest, selected: SelectedHosts) -> PreparedSweep:
 
     options = _settings(request, selected.settings)
     ssh = request.ssh.options(selected.hosts, keep_connections=options.stream)
-    raise_open_file_limit(options.concurrency)
+    notes: tuple[str, ...] = ()
+    if options.stream:  # watch, the exporter: each kept connection holds a descriptor for the whole run
+        fit = kept_for(len(selected.hosts), options.concurrency)
+        ssh.max_kept = fit.kept if fit.note is not None else None
+        options = dataclasses.replace(options, concurrency=fit.window)
+        notes = (fit.note,) if fit.note is not None else ()
+    else:
+        raise_open_file_limit(options.concurrency)
     plans = build_plans(selected.hosts, options.logs)  # a broken log entry or pack fails here
-    return PreparedSweep(hosts=selected.hosts, options=options, plans=plans, ssh=ssh)
+    return PreparedSweep(hosts=selected.hosts, options=options, plans=plans, ssh=ssh, notes=notes)
 
 
 def prepare_demo(request: SweepRequest) -> tuple[SweepOptions, Planner, tuple[DemoNode, ...]]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from gpudiag.collect.bundle import bundle, fallback_source
 from gpudiag.model.choices import Source
+from gpudiag_node.probe import KEPT_LINE
 from gpudiag_node.readings import smi_fields
 
 # Exit statuses of `timeout`: 124 after TERM at the deadline, 137 when the -k KILL was needed.
@@ -69,6 +70,9 @@ class CollectorCall:
     stdin: bytes
     # The node ends the command when its stdin ends: the transport keeps stdin open until the command ends.
     ends_with_stdin: bool = False
+    # A streaming collector: what a transport that keeps it writes after ``stdin``; the node then ends it (its
+    # whole process group) as soon as its stdin ends, mid-round too. Run once, it is not written.
+    kept_stdin: bytes = b""
 
 
 def collector_call(*, samples: int, interval_s: float, deadline_s: float, source: Source = Source.AUTO,
@@ -124,4 +128,5 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
     command = " ".join([*wrapper, "sh", "-c", shlex.quote(_DISPATCH), "gpudiag", *(shlex.quote(a) for a in args)])
     # A streaming collector answers one round per line: the first line rides along with the bundle, so a
     # transport that runs it once (and closes stdin) gets one document, as from a one-shot collector.
-    return CollectorCall(command=command, stdin=script + (b"\n" if stream else b""), ends_with_stdin=not stream)
+    return CollectorCall(command=command, stdin=script + (b"\n" if stream else b""), ends_with_stdin=not stream,
+                         kept_stdin=KEPT_LINE + b"\n" if stream else b"")

@@ -107,7 +107,7 @@ def collector_command(options: SweepOptions, plan: LogPlan = NO_LOGS) -> RemoteC
                                        "low_power_pct": options.settings.low_power_pct})
     return RemoteCommand(command=call.command, stdin=call.stdin, deadline_s=options.deadline_s + DEADLINE_GRACE_S,
                          stdout_limit_bytes=options.stdout_limit_bytes, stream=options.stream,
-                         ends_with_stdin=call.ends_with_stdin)
+                         ends_with_stdin=call.ends_with_stdin, kept_stdin=call.kept_stdin)
 
 
 async def sweep_host(transport: Transport, host: Host, options: SweepOptions, *, plan: LogPlan,

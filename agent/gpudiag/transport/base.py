@@ -67,6 +67,9 @@ class RemoteCommand:
     # The node ends the command when its stdin ends (gpudiag.collect.remote): stdin stays open until the command ends,
     # so that closing the channel (a cancel, a cut) ends the remote process at once.
     ends_with_stdin: bool = False
+    # A stream kept between rounds: written after ``stdin`` when the process is started; the node then ends the
+    # process as soon as the channel closes, mid-round too (a run-once transport does not write it).
+    kept_stdin: bytes = b""
 
 
 class Transport(Protocol):

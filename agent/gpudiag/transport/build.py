@@ -35,18 +35,21 @@ class SshRequest:
     accept_new_host_keys: bool = False
     max_startups: int | None = None  # --max-startups: handshakes at once per bastion and per sshd (None: default)
     connect_rate_per_s: float | None = None  # --connect-rate: new connections a second (None: no rate)
+    max_handshakes: int | None = None  # at once in the whole sweep (None: the default); a worker's part of it
 
     def shared_by(self, workers: int) -> SshRequest:
         """One of ``workers`` processes' request: the pacing bounds hold for all of them together."""
         pacing = self.pacing().shared_by(workers)
-        return dataclasses.replace(self, max_startups=pacing.max_startups, connect_rate_per_s=pacing.rate_per_s)
+        return dataclasses.replace(self, max_startups=pacing.max_startups, connect_rate_per_s=pacing.rate_per_s,
+                                   max_handshakes=pacing.max_handshakes)
 
     def pacing(self) -> Pacing:
         """The handshake bounds; a bad value raises ``PacingError`` (one line)."""
-        from gpudiag.transport.pacing import DEFAULT_MAX_STARTUPS, Pacing
+        from gpudiag.transport.pacing import DEFAULT_MAX_HANDSHAKES, DEFAULT_MAX_STARTUPS, Pacing
 
         return Pacing(max_startups=DEFAULT_MAX_STARTUPS if self.max_startups is None else self.max_startups,
-                      rate_per_s=self.connect_rate_per_s)
+                      rate_per_s=self.connect_rate_per_s,
+                      max_handshakes=DEFAULT_MAX_HANDSHAKES if self.max_handshakes is None else self.max_handshakes)
 
     def options(self, hosts: Sequence[Host], *, keep_connections: bool = False) -> SshOptions:
         """The SSH transport's options, with every host's identity file loaded: a file that is missing or

@@ -22,6 +22,12 @@ from dataclasses import dataclass
 
 # Under sshd's default MaxStartups (10:30:100) with room for another client (an operator's ssh) at the same time.
 DEFAULT_MAX_STARTUPS = 8
+# Handshakes under way at once in the whole sweep, whatever they reach, shared by --workers processes: the connect
+# timeout runs from a handshake's start, so one that waits its turn at a busy sshd or behind this machine's own
+# CPU must not be on the clock. Without it, --workers 2 started handshakes twice as fast as one process, and 28 of
+# 300 healthy hosts read "no SSH login within 10 s" (19.5-19.9 s: the executor's queue, then the timeout).
+# An idle handshake takes ~30-100 ms: 32 at once is still hundreds of hosts a second.
+DEFAULT_MAX_HANDSHAKES = 32
 
 
 class PacingError(ValueError):
@@ -35,6 +41,7 @@ class Pacing:
 
     max_startups: int = DEFAULT_MAX_STARTUPS
     rate_per_s: float | None = None
+    max_handshakes: int = DEFAULT_MAX_HANDSHAKES  # at once in the whole sweep, toward every sshd together
 
     def __post_init__(self) -> None:
         if self.max_startups < 1:
@@ -45,7 +52,8 @@ class Pacing:
     def shared_by(self, workers: int) -> Pacing:
         """One of ``workers`` processes' part (at least one handshake at a time each)."""
         rate = None if self.rate_per_s is None else self.rate_per_s / workers
-        return Pacing(max_startups=max(1, self.max_startups // workers), rate_per_s=rate)
+        return Pacing(max_startups=max(1, self.max_startups // workers), rate_per_s=rate,
+                      max_handshakes=max(1, self.max_handshakes // workers))
 
 
 def parse_rate(text: str | None) -> float | None:
@@ -71,6 +79,7 @@ class Pacer:
         self.pacing = pacing
         self._clock, self._sleep = clock, sleep  # a test's own clock: the schedule, not a wall time, is checked
         self._gates: dict[str, asyncio.Semaphore] = {}
+        self._all = asyncio.Semaphore(pacing.max_handshakes)  # taken after the gates, always
         self._next_start = 0.0  # monotonic time the next handshake may start, under a rate
 
     @contextlib.asynccontextmanager
@@ -83,6 +92,9 @@ class Pacer:
                 semaphore = self._gates.setdefault(gate, asyncio.Semaphore(self.pacing.max_startups))
                 await semaphore.acquire()
                 held.append(semaphore)
+            # The sweep's bound last: a handshake waiting for a busy bastion's slot does not hold one of these.
+            await self._all.acquire()
+            held.append(self._all)
             await self._rate()
             yield
         finally:

@@ -38,6 +38,7 @@ from gpudiag.transport.base import (
     RemoteCommand,
     TransportError,
 )
+from gpudiag.transport.cancel import honour_cancel
 from gpudiag.transport.known_hosts_file import append_unless
 from gpudiag.transport.pacing import Pacer, Pacing
 
@@ -49,6 +50,10 @@ DEFAULT_GPUDIAG_KNOWN_HOSTS = "~/.config/gpudiag/known_hosts"
 # usual choice. Like any explicit setting, it takes the place of a Ciphers line in ssh_config.
 ENCRYPTION_ALGS = "^aes128-gcm@openssh.com,aes256-gcm@openssh.com"
 _CHUNK = 64 * 1024
+# A kept connection while a command runs on it: an SSH keepalive after this many seconds without a word from the
+# server, and the connection closed when this many go unanswered (a frozen node: within 3 x 3 s).
+ROUND_KEEPALIVE_S = 3.0
+ROUND_KEEPALIVE_COUNT_MAX = 2
 
 
 _Stream = Union[asyncio.StreamReader, "asyncssh.SSHReader[bytes]"]
@@ -145,6 +150,9 @@ class SshOptions:
     accept_new_host_keys: bool = False
     ssh_config: Sequence[str] | None = None  # None: asyncssh's default (~/.ssh/config)
     keep_connections: bool = False  # watch mode: one connection per host, reused by every refresh
+    # keep_connections: at most this many kept at once (what the open-file limit fits: limits.kept_for); the
+    # other hosts connect afresh for each command. None: every host's.
+    max_kept: int | None = None
     # Kept connections only: an SSH keepalive after this many seconds without a word from the server;
     # unanswered keepalive_count_max times, the connection is closed (asyncssh's keepalive_interval).
     keepalive_interval_s: float = 15.0
@@ -237,6 +245,7 @@ class SshTransport:
         self._bastions: dict[Host, asyncio.Task[asyncssh.SSHClientConnection]] = {}
         self._open: dict[Host, asyncssh.SSHClientConnection] = {}  # keep_connections only
         self._collectors: dict[Host, _Collector] = {}  # keep_connections and a streaming command only
+        self._keeping: set[Host] = set()  # the hosts granted a kept connection, under max_kept
         self._pacer = Pacer(options.pacing)
         self._gate_cache: dict[tuple[str, int | None, str | None, str | None], tuple[str, ...]] = {}
 
@@ -273,9 +282,9 @@ class SshTransport:
         (``@revoked``): never recorded as trusted."""
         port = host.port or 22
         async with self._pacer.handshake(self._gates(host, tunnel is not None)):
-            key = await asyncio.wait_for(
+            key = await honour_cancel(asyncio.wait_for(
                 asyncssh.get_server_host_key(host.target, port, tunnel=tunnel if tunnel is not None else ()),
-                self.options.connect_timeout_s)
+                self.options.connect_timeout_s), discard=lambda _key: None)
         if key is None:
             return "other"
         name = host.target if port == 22 else f"[{host.target}]:{port}"
@@ -348,13 +357,21 @@ class SshTransport:
             if tunnel is not None:
                 kwargs["tunnel"] = tunnel
             async with self._pacer.handshake(self._gates(host, tunnel is not None)):
-                return await asyncssh.connect(host.target, **kwargs)
+                # Through honour_cancel: asyncssh's connect is a wait_for, which on Python < 3.12 can swallow
+                # a cancellation (a stopped sweep) that lands as the connection completes.
+                return await honour_cancel(asyncssh.connect(host.target, **kwargs),
+                                           discard=lambda conn: conn.close())
         except asyncssh.HostKeyNotVerifiable as exc:
             rejected = exc
         except Exception as exc:
             error = self._connect_error(host, exc)
             if error is None:
                 raise
+            # The server closed the handshake (a FIN or a reset, as it comes): was it a key type in common?
+            closed = isinstance(exc, (asyncssh.ConnectionLost, ConnectionResetError)) and (
+                isinstance(error, ConnectionLost) or error.reason is UnreachableReason.NETWORK)
+            if closed and self._lists(kwargs.get("known_hosts"), host):
+                error = await self._no_recorded_key_type(host, tunnel, kwargs["known_hosts"]) or error
             raise error from exc
         changed = HostKeyRejected(
             f"host key of {host.target} does not match the one recorded in known_hosts - it CHANGED "
@@ -379,6 +396,29 @@ class SshTransport:
         if recorded == "other":
             raise changed from rejected
         return await self._connect(host, tunnel, retry_after_accept=False)
+
+    async def _no_recorded_key_type(self, host: Host, tunnel: asyncssh.SSHClientConnection | None,
+                                    known: object) -> HostKeyRejected | None:
+        """After a server that known_hosts lists closed the handshake: the rejection when it offers none of the
+        key types recorded for it. asyncssh asks only for those types, and OpenSSH's sshd closes a handshake with
+        no host key type in common ("Connection lost", where OpenSSH's own client says the key is not the
+        recorded one); the key it presents when asked for any type says which. None when that is not why."""
+        assert isinstance(known, asyncssh.SSHKnownHosts)
+        port = host.port or 22
+        recorded = sorted({key.algorithm.decode() for key in known.match(host.target, "", port)[0]})
+        try:
+            async with self._pacer.handshake(self._gates(host, tunnel is not None)):
+                key = await honour_cancel(asyncio.wait_for(
+                    asyncssh.get_server_host_key(host.target, port, tunnel=tunnel if tunnel is not None else ()),
+                    self.options.connect_timeout_s), discard=lambda _key: None)
+        except Exception:  # noqa: BLE001 - it could not be asked: the connection's own error stands
+            return None
+        if key is None or key.algorithm.decode() in recorded:
+            return None
+        return HostKeyRejected(
+            f"host key of {host.target} is not the one recorded in known_hosts: it lists a {', '.join(recorded)} "
+            f"key, the server offers none of that type (it presents {key.algorithm.decode()}): a reinstalled node "
+            "or a man in the middle; verify it, then replace the old entry")
 
     def _gates(self, host: Host, tunnelled: bool) -> tuple[str, ...]:
         """What a handshake with ``host`` goes through, for :class:`~gpudiag.transport.pacing.Pacer`: the sshd it
@@ -463,7 +503,7 @@ class SshTransport:
         return None
 
     async def run(self, host: Host, command: RemoteCommand) -> RemoteResult:
-        if not self.options.keep_connections:
+        if not (self.options.keep_connections and self._may_keep(host)):
             conn = await self._connect(host, await self._bastion(host) if host.jump else None)
             try:
                 return await self._exec(conn, command)
@@ -471,15 +511,38 @@ class SshTransport:
                 conn.close()
         kept = self._open.get(host)
         if kept is None or kept.is_closed():
-            kept = self._open[host] = await self._connect(host, await self._bastion(host) if host.jump else None)
+            try:
+                kept = self._open[host] = await self._connect(host, await self._bastion(host) if host.jump else None)
+            except BaseException:
+                self._keeping.discard(host)  # its slot goes to a host that answers
+                raise
+        # While a command runs, a silent server is asked every few seconds whether it is there: a node that froze,
+        # or a network that drops every packet, fails this refresh in ROUND_KEEPALIVE_S x (count + 1), not at the
+        # command's deadline (--timeout and its grace, 35 s); a live node answers at once, its collector busy or not.
+        kept.set_keepalive(ROUND_KEEPALIVE_S, ROUND_KEEPALIVE_COUNT_MAX)
         try:
             if command.stream:
                 return await self._round(host, kept, command)
             return await self._exec(kept, command)
         except ConnectionLost:
             del self._open[host]  # reconnect on the next run
+            self._keeping.discard(host)
             kept.close()
             raise
+        finally:
+            if not kept.is_closed():  # between refreshes: the usual pace
+                kept.set_keepalive(self.options.keepalive_interval_s, self.options.keepalive_count_max)
+
+    def _may_keep(self, host: Host) -> bool:
+        """Whether ``host``'s connection is kept: always without ``max_kept``; else while there is room, and
+        then for as long as it stays up (which hosts are kept does not change from one refresh to the next)."""
+        limit = self.options.max_kept
+        if limit is None or host in self._keeping:
+            return True
+        if len(self._keeping) >= limit:
+            return False
+        self._keeping.add(host)
+        return True
 
     async def _round(self, host: Host, conn: asyncssh.SSHClientConnection, command: RemoteCommand,
                      retry: bool = True) -> RemoteResult:
@@ -495,7 +558,8 @@ class SshTransport:
                 if collector is None:
                     process = await conn.create_process(command.command, encoding=None)
                     collector = self._collectors[host] = _Collector(connection=conn, process=process)
-                    process.stdin.write(command.stdin)  # the bundle, and the first round's line
+                    # The bundle, the first round's line, and the line that has the node end it with its channel.
+                    process.stdin.write(command.stdin + command.kept_stdin)
                 else:
                     collector.process.stdin.write(b"\n")
                 line, ended, cut = await _read_line(collector.process.stdout, collector.pending,
@@ -546,6 +610,7 @@ class SshTransport:
         for conn in self._open.values():
             conn.close()
         self._open.clear()
+        self._keeping.clear()
         for task in self._bastions.values():
             if task.done() and not task.cancelled() and task.exception() is None:
                 task.result().close()

@@ -16,7 +16,8 @@ from gpudiag.model import Host, HostStatus
 from gpudiag.sweep.runner import cancelled_report
 from gpudiag.sweep.shard import select_shard
 from gpudiag.sweep.workers import WorkersError, in_order, parse_workers, resolve_workers, shards, share
-from gpudiag.transport.pacing import Pacer, Pacing, PacingError, parse_rate
+from gpudiag.transport.build import SshRequest
+from gpudiag.transport.pacing import DEFAULT_MAX_HANDSHAKES, Pacer, Pacing, PacingError, parse_rate
 
 HOSTS = tuple(Host(name=f"gpu{i:03d}") for i in range(1, 201))
 
@@ -68,8 +69,9 @@ def test_how_many_workers(wanted: int | None, hosts: int, cores: int, expected: 
 
 def test_bounds_for_all_workers_together_are_shared() -> None:
     assert [share(256, n) for n in (1, 2, 3, 300)] == [256, 128, 85, 1]
-    assert Pacing(max_startups=8, rate_per_s=50).shared_by(2) == Pacing(max_startups=4, rate_per_s=25)
-    assert Pacing(max_startups=3).shared_by(4) == Pacing(max_startups=1)  # each at least one at a time
+    assert Pacing(max_startups=8, rate_per_s=50).shared_by(2) == Pacing(max_startups=4, rate_per_s=25,
+                                                                        max_handshakes=16)
+    assert Pacing(max_startups=3, max_handshakes=3).shared_by(4) == Pacing(max_startups=1, max_handshakes=1)
 
 
 @pytest.mark.parametrize(("text", "value"), [("1", 1), ("12", 12), ("auto", None)])
@@ -96,19 +98,20 @@ def test_a_bad_rate_is_one_line(text: str) -> None:
 
 
 async def _most_at_once(pacing: Pacing, gates_of: list[tuple[str, ...]]) -> dict[str, int]:
-    """Run one handshake per entry of ``gates_of`` together; the most that were inside at once, per gate."""
+    """Run one handshake per entry of ``gates_of`` together; the most that were inside at once, per gate (and
+    under ``"*"``, in all)."""
     pacer = Pacer(pacing)
     inside: dict[str, int] = {}
     most: dict[str, int] = {}
 
     async def one(gates: tuple[str, ...]) -> None:
         async with pacer.handshake(gates):
-            for gate in gates:
+            for gate in (*gates, "*"):
                 inside[gate] = inside.get(gate, 0) + 1
                 most[gate] = max(most.get(gate, 0), inside[gate])
             await asyncio.sleep(0)  # the others run meanwhile, as during a real key exchange
             await asyncio.sleep(0)
-            for gate in gates:
+            for gate in (*gates, "*"):
                 inside[gate] -= 1
 
     await asyncio.gather(*(one(g) for g in gates_of))
@@ -121,6 +124,17 @@ def test_handshakes_through_one_bastion_are_bounded_and_all_happen() -> None:
     assert most["bastion b"] == 3  # bounded, and the bound was used
     assert most["sshd 10.1.0.1:22"] == 3  # another gate is not held up by the bastion's
     assert all(most[f"sshd 10.0.0.{i}:22"] == 1 for i in range(40))  # every handshake ran
+
+
+def test_the_sweep_bounds_its_handshakes_in_all_and_workers_share_the_bound() -> None:
+    """200 hosts, each its own sshd (a gate each): the sweep still has at most DEFAULT_MAX_HANDSHAKES under way,
+    and two workers together no more than one process (issue 23, item 6: --workers 2 started them twice as fast,
+    and hosts waiting their turn at a saturated sshd ran out their connect timeout)."""
+    gates = [(f"sshd 10.0.{i // 200}.{i % 200}:22",) for i in range(200)]
+    assert asyncio.run(_most_at_once(Pacing(), gates))["*"] == DEFAULT_MAX_HANDSHAKES
+    half = Pacing().shared_by(2)
+    assert 2 * asyncio.run(_most_at_once(half, gates[::2]))["*"] == DEFAULT_MAX_HANDSHAKES
+    assert SshRequest().shared_by(2).pacing() == half  # what the workers are sent carries it
 
 
 def test_a_rate_spaces_the_starts() -> None:
