@@ -1,5 +1,5 @@
 """``python -m gpudiag``: the same command line as ``gpudiag``."""
 
-from gpudiag.cli.app import main
+from gpudiag.cli.entry import main
 
 main()
