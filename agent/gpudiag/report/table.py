@@ -24,13 +24,13 @@ from rich.table import Table
 from rich.text import Text
 
 from gpudiag.model import GpuReading, HostReport, Severity, SmiStatus, SweepReport, host_status_label, worst
-from gpudiag.report.text_grid import draw as draw_plain
 from gpudiag.report.changes_text import render_changes
 from gpudiag.report.columns import Column, allot, fit, total, wrap
 from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
 from gpudiag.report.findings_section import SEVERITY_TAGS, findings_section, most_serious_first
 from gpudiag.report.fold import counted_label, generic, group_hosts, host_label, index_ranges, label_parts, shown
 from gpudiag.report.terminal import safe, safe_text, trimmed_lines
+from gpudiag.report.text_grid import draw as draw_plain
 from gpudiag.report.view import ReportView
 
 MISSING = "-"  # a cell whose reading was not reported
