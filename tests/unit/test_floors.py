@@ -41,5 +41,5 @@ def _version(text: str | None) -> tuple[int, ...] | None:
 def test_every_pin_is_a_declared_floor_and_every_runtime_floor_is_pinned() -> None:
     declared, pinned = _declared(), _pinned()
     assert {name: _version(declared.get(name)) for name in pinned} == {n: _version(v) for n, v in pinned.items()}
-    runtime = ("asyncssh", "typer", "rich", "pyyaml", "nvidia-ml-py")
+    runtime = ("asyncssh", "typer", "rich", "pyyaml", "nvidia-ml-py", "orjson")
     assert all(name in pinned for name in runtime), sorted(set(runtime) - set(pinned))
