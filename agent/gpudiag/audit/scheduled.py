@@ -28,6 +28,7 @@ from gpudiag.report import OutputFormat
 
 if TYPE_CHECKING:
     from gpudiag.audit.history import History
+    from gpudiag.audit.notify import Target
     from gpudiag.report import Trends
 
 EXIT_CANNOT_RUN = 3
@@ -97,8 +98,6 @@ class AuditOutcome:
 
 def check(options: AuditOptions, fmt: OutputFormat) -> None:
     """Before the sweep: flags that cannot work raise :class:`AuditConfigError` (one line)."""
-    from gpudiag.audit.notify import NotifyConfigError, targets
-
     needs_history = [flag for flag, used in (("--only-changes", options.only_changes),
                                              ("--notify", bool(options.notify_urls)),
                                              ("--notify-cmd", options.notify_cmd is not None),
@@ -112,10 +111,13 @@ def check(options: AuditOptions, fmt: OutputFormat) -> None:
         raise AuditConfigError("--format html writes a file: give --output FILE")
     if options.prom_file is not None and options.prom_file.suffix != ".prom":
         raise AuditConfigError(f"--prom-file {options.prom_file}: node_exporter reads only *.prom files")
-    try:
-        targets(options.notify_urls, options.notify_cmd)
-    except NotifyConfigError as exc:
-        raise AuditConfigError(str(exc)) from None
+    if options.notify_urls or options.notify_cmd is not None:  # urllib and the rest only when notifying
+        from gpudiag.audit.notify import NotifyConfigError, targets
+
+        try:
+            targets(options.notify_urls, options.notify_cmd)
+        except NotifyConfigError as exc:
+            raise AuditConfigError(str(exc)) from None
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -184,6 +186,15 @@ def _render(report: SweepReport, output: ReportOutput, changes: ChangeSet | None
     return render(report, output.format, view)
 
 
+def _notify_targets(options: AuditOptions) -> tuple[Target, ...]:
+    """The targets the notify flags name (none given: none, and nothing of gpudiag.audit.notify imported)."""
+    if not options.notify_urls and options.notify_cmd is None:
+        return ()
+    from gpudiag.audit.notify import targets
+
+    return targets(options.notify_urls, options.notify_cmd)
+
+
 def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, color: bool = False,
           clock: Callable[[], float] = time.time, extra: Mapping[str, object] | None = None, tail: str = "",
           loud: bool = False) -> AuditOutcome:
@@ -192,9 +203,12 @@ def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, c
     ``extra``: top-level keys added to the JSON document (the Slurm step's ``slurm`` block); ``tail``: lines
     printed after the table (the Slurm states and actions); ``loud``: print the report even with ``--quiet``
     when all is well (there were drain actions), unless it went to ``--output``."""
-    from gpudiag.audit.history import History, HistoryError
-    from gpudiag.audit.notify import send, targets
+    # The history (sqlite3) and the notifications (urllib, email) are imported only for a run that uses them.
+    history_errors: tuple[type[Exception], ...] = ()
+    if options.history is not None:
+        from gpudiag.audit.history import History, HistoryError
 
+        history_errors = (HistoryError,)
     errors: list[str] = []
     changes: ChangeSet | None = None
     run_id = None
@@ -214,7 +228,7 @@ def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, c
             write_atomic(options.prom_file, render_prometheus(report))
         notified: tuple[FindingChange, ...] = ()
         document: dict[str, object] | None = None  # the change set sent and printed by --only-changes
-        to = targets(options.notify_urls, options.notify_cmd)
+        to = _notify_targets(options)
         if history is not None and changes is not None:
             from gpudiag.report.changes_report import changes_document
 
@@ -225,6 +239,8 @@ def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, c
             if chosen or changes.hosts:
                 document = changes_document(changes, chosen, again)
             if to and document is not None:
+                from gpudiag.audit.notify import send
+
                 notified = chosen
                 failed = send(document, to)
                 errors.extend(failed)
@@ -232,7 +248,7 @@ def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, c
                                            if c.state is not ChangeState.RESOLVED]
                 cleared = [c.finding.fingerprint for c in changes.findings if c.state is ChangeState.RESOLVED]
                 history.mark_notified(run_id or 0, sent=sent, cleared=cleared, errors=failed, now_s=now)
-    except HistoryError as exc:
+    except history_errors as exc:
         return AuditOutcome(stdout="", stderr=(*errors, str(exc)), exit_code=EXIT_CANNOT_RUN)
     except OSError as exc:
         return AuditOutcome(stdout="", stderr=(*errors, f"cannot write {exc.filename}: {exc.strerror}"),
