@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from gpudiag.model import SweepReport
+from gpudiag.model import EXIT_CANNOT_RUN, SweepReport
 from gpudiag.model.changes import ChangeSet, ChangeState, FindingChange, FlapRule
 from gpudiag.report import OutputFormat
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from gpudiag.audit.notify import Target
     from gpudiag.report import Trends
 
-EXIT_CANNOT_RUN = 3
+__all__ = ["EXIT_CANNOT_RUN"]  # declared in gpudiag.model.report; imported from here by older callers
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNIT_S = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 

@@ -12,12 +12,12 @@ import sys
 
 import typer
 
-from gpudiag.audit.scheduled import EXIT_CANNOT_RUN
 from gpudiag.cli.commands import exporter, history, inventory, local, logs, merge, sweep, undrain, watch
 from gpudiag.cli.common import use_event_loop
-from gpudiag.cli.version import VERSION_FLAGS, version_line
 from gpudiag.cli.params import Command, RootGroup
+from gpudiag.cli.version import VERSION_FLAGS, version_line
 from gpudiag.model.choices import EventLoop
+from gpudiag.model.report import EXIT_CANNOT_RUN
 
 # The commands, in the order --help lists them: each is one module of gpudiag.cli.commands (grep beside
 # signatures in logs), named for what it does; what options it takes is gpudiag.cli.options.TAKES.

@@ -39,6 +39,7 @@ from gpudiag.model.node import (
     link_names,
 )
 from gpudiag.model.report import (
+    EXIT_CANNOT_RUN,
     PROBE_SCHEMA,
     STOP_EXIT_CODES,
     SWEEP_SCHEMA,
@@ -81,6 +82,7 @@ __all__ = [
     "NodeReadings",
     "PCIE_LINKS",
     "PROBE_SCHEMA",
+    "EXIT_CANNOT_RUN",
     "Power",
     "PowerSource",
     "RemoteResult",
