@@ -71,7 +71,8 @@ def _median_row(rows: Sequence[Row]) -> Row:
                                note="; ".join(r.note for r in rows if r.note))
 
 
-def one_size(size: int, call_ms: float, rounds: int, formats: Sequence[str], without_orjson: bool) -> list[str]:
+def one_size(size: int, call_ms: float, rounds: int, formats: Sequence[str], without_orjson: bool,
+             fan_out: int | None) -> list[str]:
     """The measured rows of one size, printed, and the lines of its ratios."""
     runs: list[tuple[str, tuple[str, Sequence[str]] | str | None]] = [(IN_PROCESS, None)]
     runs += [(f"gpudiag CLI --format {fmt}", (fmt, CLI)) for fmt in formats]
@@ -79,6 +80,7 @@ def one_size(size: int, call_ms: float, rounds: int, formats: Sequence[str], wit
         runs.append(("gpudiag CLI --format json, no orjson", ("json", CLI_NO_ORJSON)))
     runs += [(tool, tool) for tool in ("pdsh", "clush") if shutil.which(tool)]
     measured: dict[str, list[Row]] = {}
+    ours = DEFAULT_FAN_OUT["gpudiag"]
     with bed(size, call_ms, prefix="gpudiag-client-") as (cluster, work):
         if cluster is None:
             return []
@@ -89,11 +91,12 @@ def one_size(size: int, call_ms: float, rounds: int, formats: Sequence[str], wit
         for n in range(rounds):
             for label, how in (runs if n % 2 == 0 else list(reversed(runs))):
                 if how is None:
-                    row = gpudiag_in_process(cluster, hosts, 1, 0.0, label)
+                    row = gpudiag_in_process(cluster, hosts, 1, 0.0, label, concurrency=fan_out or ours)
                 elif isinstance(how, tuple):
-                    row = gpudiag_cli(cluster, inventory, ONE, label, fmt=how[0], entry=how[1])[0]
+                    row = gpudiag_cli(cluster, inventory, ONE, label, fmt=how[0], entry=how[1],
+                                      concurrency=fan_out or ours)[0]
                 else:
-                    row = peer(how, cluster, [h.target for h in hosts], DEFAULT_FAN_OUT[how], FORCED_KEX)
+                    row = peer(how, cluster, [h.target for h in hosts], fan_out or DEFAULT_FAN_OUT[how], FORCED_KEX)
                 measured.setdefault(label, []).append(row)
     rows = {label: _median_row(found) for label, found in measured.items()}
     reference = rows[IN_PROCESS]
@@ -116,6 +119,9 @@ def main() -> None:
     parser.add_argument("--formats", default="json,table", help="the CLI's formats (default json,table)")
     parser.add_argument("--no-orjson", action="store_true",
                         help="also the JSON with orjson unimportable (where it cannot be installed)")
+    parser.add_argument("--fan-out", type=int, default=None,
+                        help="every tool at this fan-out (default: each its own: gpudiag 256, pdsh 32, clush 64); "
+                             "lower it where a loaded machine makes logins time out")
     parser.add_argument("--call-ms", type=float, default=H200_CALL_MS,
                         help=f"how long each simulated nvidia-smi call lasts at least (default {H200_CALL_MS:g})")
     args = parser.parse_args()
@@ -125,7 +131,7 @@ def main() -> None:
     summary: list[str] = []
     try:
         for size in sizes:
-            summary += one_size(size, args.call_ms, args.rounds, formats, args.no_orjson)
+            summary += one_size(size, args.call_ms, args.rounds, formats, args.no_orjson, args.fan_out)
     except SshdUnavailable as exc:
         sys.exit(f"cannot run: {exc}")
     print("\nsummary:\n" + "\n".join(summary))

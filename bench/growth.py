@@ -15,19 +15,16 @@ what bounds the wall (the cores, or the fan-out window when they are not busy); 
 would spend on 10,000 real nodes at the largest size's CPU per host.
 
 ``--fake`` measures the steps that could grow faster than the hosts (the inventory, the fan-out, the
-parsing and checks, the report, the history and its changes) without SSH or nodes: the CLI runs in this
-process (typer's runner would hide nothing: its entry point is called directly) over the unit tests' fake
-transport, each host answering an 8-GPU collector document recorded on the bed with its own power figures
-(so that no two hosts fold into one table row), once per size and step; the CPU seconds of each and the
-ratio of the largest size's to the smallest's, against the ratio of the sizes (linear). tests/unit/cli/
-test_cli_scale.py bounds the same ratios.
+parsing and checks, the report, the history and its changes) without SSH or nodes: the CLI's console entry
+point runs in this process over the unit tests' fake transport, each host answering an 8-GPU collector
+document recorded on the bed with its own power figure (tests/unit/many_hosts.py: no two hosts fold into one
+table row), once per size and step; the CPU seconds of each and the ratio of the largest size's to the
+smallest's, against the ratio of the sizes (linear). tests/unit/cli/test_cli_scale.py bounds the same ratios.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import os
 import shlex
 import sys
@@ -40,6 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the loopback sshd cluster (tests/loopback.py)
 sys.path.insert(0, str(REPO / "tests" / "unit"))  # the fake transport and its recorded bed document
 
+from many_hosts import cpu_of_sweep  # noqa: E402
 from sweep_loopback import CORES, Row, bed, gpudiag_cli, raise_open_files, write_inventory  # noqa: E402
 
 from loopback import SshdUnavailable  # noqa: E402
@@ -94,45 +92,6 @@ def on_the_bed(sizes: Sequence[int], extra: Sequence[str], call_ms: float) -> No
 
 
 # -- anywhere: the CLI in this process over the fake transport ------------------------------------
-def _documents(count: int) -> Callable[[str], bytes]:
-    """host name -> a recorded 8-GPU bed document whose GPU 0 draws a power of its own (no two hosts fold)."""
-    template = (REPO / "tests" / "data" / "bed_h200x8" / "probe.json").read_bytes()
-    marker = b"602.27, 602.27"
-    if marker not in template:
-        raise SystemExit("tests/data/bed_h200x8/probe.json: the power figure to vary is not there")
-    index = {f"n{i:05d}": i for i in range(count)}
-
-    def document(name: str) -> bytes:
-        watts = f"{300 + index[name] % 397}.{index[name] % 100:02d}".encode()
-        return template.replace(marker, watts + b", " + watts, 1)
-    return document
-
-
-def fake_run(size: int, args: Sequence[str], work: Path) -> float:
-    """CPU seconds of one ``gpudiag sweep`` of ``size`` fake hosts with ``args``, in this process."""
-    from fake_transport import FakeTransport, answer, override_transport
-
-    from gpudiag.cli.app import main
-
-    document = _documents(size)
-    inventory = work / f"inventory-{size}.yaml"
-    if not inventory.exists():
-        lines = [f"  n{i:05d}: {{address: 10.{i // 65536}.{i // 256 % 256}.{i % 256}}}" for i in range(size)]
-        inventory.write_text("hosts:\n" + "\n".join(lines) + "\n")
-    transport = FakeTransport(lambda host, _command: answer(document(host.name)))
-    argv = ["gpudiag", "sweep", "-i", str(inventory), *ONE, *args]
-    saved = sys.argv
-    sys.argv = argv
-    started = time.process_time()
-    try:
-        with override_transport(lambda _ssh: transport), contextlib.redirect_stdout(io.StringIO()), \
-                contextlib.redirect_stderr(io.StringIO()), contextlib.suppress(SystemExit):
-            main()
-    finally:
-        sys.argv = saved
-    return time.process_time() - started
-
-
 FAKE_STEPS: dict[str, Callable[[Path, int], list[str]]] = {
     "--format json": lambda _w, _n: ["--format", "json"],
     "--format table": lambda _w, _n: ["--format", "table"],
@@ -144,13 +103,13 @@ FAKE_STEPS: dict[str, Callable[[Path, int], list[str]]] = {
 def fake(sizes: Sequence[int]) -> None:
     with tempfile.TemporaryDirectory(prefix="gpudiag-growth-fake-") as tmp:
         work = Path(tmp)
-        fake_run(8, ["--format", "table"], work)  # imports, the first use of every path
+        cpu_of_sweep(work, 8, ["--format", "table"])  # imports, the first use of every path
         cpu: dict[str, list[float]] = {}
         for step, args in FAKE_STEPS.items():
             for size in sizes:
                 if step.startswith("--history"):  # the first run records; the second compares with it
-                    fake_run(size, args(work, size), work)
-                cpu.setdefault(step, []).append(fake_run(size, args(work, size), work))
+                    cpu_of_sweep(work, size, args(work, size))
+                cpu.setdefault(step, []).append(cpu_of_sweep(work, size, args(work, size))[0])
     print(f"the CLI in this process over the fake transport, one sample; CPU s at {', '.join(map(str, sizes))} hosts")
     linear = sizes[-1] / sizes[0]
     for step, seconds in cpu.items():

@@ -348,8 +348,9 @@ def not_ok(doc: dict[str, Any]) -> str:
 
 
 def gpudiag_in_process(cluster: SshdCluster, hosts: Sequence[Host], samples: int, interval_s: float,
-                       label: str, encryption_algs: str = ENCRYPTION_ALGS) -> Row:
-    options = SweepOptions(samples=samples, interval_s=interval_s)
+                       label: str, encryption_algs: str = ENCRYPTION_ALGS,
+                       concurrency: int = DEFAULT_FAN_OUT["gpudiag"]) -> Row:
+    options = SweepOptions(samples=samples, interval_s=interval_s, concurrency=concurrency)
     transport = SshTransport(SshOptions(ssh_config=[], connect_timeout_s=10, encryption_algs=encryption_algs))
     _sshd_settled(cluster.sshd_pids)
     _reset_peak_rss()
