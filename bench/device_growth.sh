@@ -16,7 +16,7 @@ SIZES=${1:-300,1000,3000,10000}; EXTRA=${2:-}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     || exit 1
 export PYTHONPATH=/tmp/site
-python3 -m compileall -q /tmp/site >/dev/null 2>&1  # a pip install writes bytecode; --no-compile did not
+python3 -m compileall -q -j 0 /tmp/site >/dev/null 2>&1  # a pip install writes bytecode; --no-compile did not
 # OpenSSH unpacked into a private folder (never into /); the harness finds sshd, ssh and ssh-keygen on PATH.
 R=$(mktemp -d); for f in .dev/debs/*.deb; do dpkg -x "$f" "$R"; done
 export LD_LIBRARY_PATH=$R/usr/lib/x86_64-linux-gnu:$R/lib/x86_64-linux-gnu
