@@ -2,8 +2,9 @@
 # Issue 22's growth and memory figures on the `device` tool's machine (16 cores): client CPU per host of one
 # `gpudiag sweep --workers auto --samples 1` at 300, 1000, 3000 and 10,000 simulated hosts of the loopback
 # bed, the wall and what bounds it, peak RSS of the controller (largest process and the whole tree), and the
-# projection for 10,000 real nodes (bench/growth.py); then the start-up CPU (bench/startup.py, 5 runs).
-# About 4-5 minutes: one sweep per size, one sample; the 10,000-host bed alone takes ~2.5 minutes.
+# projection for 10,000 real nodes, and at 1000 hosts the CLI in one process (JSON, table) against the in-process
+# sweep (bench/growth.py); then the start-up CPU (bench/startup.py, 3 runs).
+# About 5 minutes: one sweep per size (three more at 1000), one sample; the 10,000-host bed alone takes ~3.
 #
 # Needs (carried, see shared/device-ssh.md): .dev/debs (Debian's OpenSSH packages) and .whl (asyncssh and its
 # needs for the machine's Python, orjson if it can travel, and gpudiag's own wheel: `pip wheel . --no-deps -w
@@ -26,4 +27,4 @@ ulimit -n 1048576 2>/dev/null || ulimit -n 65536
 { echo "cores: $(nproc); python: $(python3 --version); $(sshd -V 2>&1 | head -1); GNU time: $(command -v /usr/bin/time || echo none)"
   uname -r; python3 -c 'import orjson; print("orjson", orjson.__version__)' 2>&1 | tail -1; } | tee "$OUT/machine.txt"
 PYTHONUNBUFFERED=1 timeout 420 python3 bench/growth.py --sizes "$SIZES" --extra "$EXTRA" 2>&1 | tee "$OUT/growth.txt"
-PYTHONUNBUFFERED=1 timeout 60 python3 bench/startup.py --runs 5 2>&1 | tee "$OUT/startup.txt"
+PYTHONUNBUFFERED=1 timeout 60 python3 bench/startup.py --runs 3 2>&1 | tee "$OUT/startup.txt"

@@ -12,7 +12,8 @@ child process. Printed per size: wall, client CPU (every worker included) and pe
 the smallest size's (target: within 1.2 from 300 to 10,000), peak RSS of the largest process and of the
 whole client tree (target: at most 2 GiB at 10,000), hosts ok, the nodes' CPU, how busy the cores were and
 what bounds the wall (the cores, or the fan-out window when they are not busy); then what one controller
-would spend on 10,000 real nodes at the largest size's CPU per host.
+would spend on 10,000 real nodes at the largest size's CPU per host. At ``--compare-at`` hosts (1000), on
+the same bed, also the CLI in one process (``--workers 1``), JSON and table, against the in-process sweep.
 
 ``--fake`` measures the steps that could grow faster than the hosts (the inventory, the fan-out, the
 parsing and checks, the report, the history and its changes) without SSH or nodes: the CLI's console entry
@@ -38,15 +39,39 @@ sys.path.insert(0, str(REPO / "tests"))  # the loopback sshd cluster (tests/loop
 sys.path.insert(0, str(REPO / "tests" / "unit"))  # the fake transport and its recorded bed document
 
 from many_hosts import cpu_of_sweep  # noqa: E402
-from sweep_loopback import CORES, Row, bed, gpudiag_cli, raise_open_files, write_inventory  # noqa: E402
+from sweep_loopback import (  # noqa: E402
+    CORES,
+    Row,
+    bed,
+    gpudiag_cli,
+    gpudiag_in_process,
+    raise_open_files,
+    table,
+    write_inventory,
+)
 
-from loopback import SshdUnavailable  # noqa: E402
+from loopback import SshdCluster, SshdUnavailable  # noqa: E402
 
 ONE = ("--samples", "1", "--interval", "0")
 REAL_NODES = 10_000
 
 
-def on_the_bed(sizes: Sequence[int], extra: Sequence[str], call_ms: float) -> None:
+def compare(cluster: SshdCluster, inventory: Path, size: int) -> None:
+    """On the same bed: the CLI in one process (``--workers 1``), JSON and table, against the in-process sweep
+    (issue 22's client target: at most 1.3x), one run each."""
+    hosts = cluster.extra_hosts(size)
+    rows = [gpudiag_in_process(cluster, hosts, 1, 0.0, "gpudiag in-process")]
+    rows += [gpudiag_cli(cluster, inventory, [*ONE, "--workers", "1"], f"gpudiag CLI --format {fmt} --workers 1",
+                         fmt=fmt)[0] for fmt in ("json", "table")]
+    reference = rows[0]
+    print(f"\n{size} hosts, one process: the CLI against the in-process sweep, one sample")
+    print(table(rows, reference, size))
+    for row in rows[1:]:
+        print(f"  {row.tool} / in-process: {row.cpu_s / reference.cpu_s:.2f} (target <= 1.3), "
+              f"{1000 * row.cpu_s / size:.2f} against {1000 * reference.cpu_s / size:.2f} ms/host", flush=True)
+
+
+def on_the_bed(sizes: Sequence[int], extra: Sequence[str], call_ms: float, compare_at: int | None) -> None:
     rows: list[tuple[int, Row, float]] = []  # size, the measured run, seconds the cluster took to start
     for size in sizes:
         started = time.monotonic()
@@ -63,6 +88,8 @@ def on_the_bed(sizes: Sequence[int], extra: Sequence[str], call_ms: float) -> No
             print(f"{size} hosts: cluster up in {up_s:.1f} s; wall {row.wall_s:.1f} s, client CPU "
                   f"{row.cpu_s:.2f} s ({1000 * row.cpu_s / size:.2f} ms/host), ok {row.answered}/{size}"
                   + (f"; {row.note}" if row.note else ""), flush=True)
+            if size == compare_at:
+                compare(cluster, inventory, size)
     if not rows:
         return
     base_size, base, _ = rows[0]
@@ -125,6 +152,9 @@ def main() -> None:
     parser.add_argument("--fake", action="store_true", help="no sshd: the CLI in this process, fake transport")
     parser.add_argument("--extra", default="", help="more sweep flags for the bed runs, e.g. '--concurrency 512'")
     parser.add_argument("--call-ms", type=float, default=33.0, help="each simulated nvidia-smi call's least ms")
+    parser.add_argument("--compare-at", type=int, default=1000,
+                        help="at this size also the CLI in one process, JSON and table, against the in-process "
+                             "sweep (default 1000; 0: not)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     if args.fake:
@@ -133,7 +163,7 @@ def main() -> None:
     raise_open_files(max(sizes))
     print(f"machine: {CORES} cores ({len(os.sched_getaffinity(0))} usable), Python {sys.version.split()[0]}")
     try:
-        on_the_bed(sizes, shlex.split(args.extra), args.call_ms)
+        on_the_bed(sizes, shlex.split(args.extra), args.call_ms, args.compare_at or None)
     except SshdUnavailable as exc:
         sys.exit(f"cannot run: {exc}")
 
