@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-_REQUIREMENT = re.compile(r'"([A-Za-z0-9_.-]+)>=([0-9][0-9.]*)(?:\s*;[^"]*)?"')  # a marker may follow
+_REQUIREMENT = re.compile(r'"([A-Za-z0-9_.-]+)>=([0-9][0-9.]*)(?:,<[0-9.]+)?(?:\s*;[^"]*)?"')  # a cap, a marker may follow
 
 
 def _declared() -> dict[str, str]:
