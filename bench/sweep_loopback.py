@@ -108,6 +108,7 @@ import importlib.util
 import json
 import logging
 import os
+import re
 import resource
 import shlex
 import shutil
@@ -306,18 +307,29 @@ def write_inventory(path: Path, cluster: SshdCluster, hosts: Sequence[Host]) -> 
     return path
 
 
+# How the CLI is started: as ``python3 -m gpudiag`` (what a console script does, give or take runpy).
+CLI = (sys.executable, "-m", "gpudiag")
+# The default install (no extras): the same entry point with orjson made unimportable, as where it is not installed.
+CLI_NO_ORJSON = (sys.executable, "-c", "import sys; sys.modules['orjson'] = None; sys.argv[0] = 'gpudiag'; "
+                                       "from gpudiag.cli.entry import main; main()")
+
+
 def gpudiag_cli(cluster: SshdCluster, inventory: Path, extra: Sequence[str], label: str,
-                concurrency: int = DEFAULT_FAN_OUT["gpudiag"], event_loop: str = "asyncio"
-                ) -> tuple[Row, dict[str, Any]]:
-    argv = [sys.executable, "-m", "gpudiag", "--event-loop", event_loop, "sweep", "-i", str(inventory),
-            "--format", "json",
+                concurrency: int = DEFAULT_FAN_OUT["gpudiag"], event_loop: str = "asyncio", fmt: str = "json",
+                entry: Sequence[str] = CLI) -> tuple[Row, dict[str, Any]]:
+    """The CLI as a subprocess, ``--format fmt`` (json or table) to a pipe; with the table, the hosts that
+    answered are read from its summary ("hosts  300: 300 ok") and the document returned is empty."""
+    argv = [*entry, "--event-loop", event_loop, "sweep", "-i", str(inventory), "--format", fmt,
             "--concurrency", str(concurrency), *extra]
     code, out, err, wall, cpu, rss_one, rss_sum, sshd, other = run_measured(argv, env=ENV, sshd_pids=cluster.sshd_pids)
     try:
-        doc = json.loads(out)
+        doc = json.loads(out) if fmt == "json" else {"hosts": []}
     except json.JSONDecodeError:
         doc = {"hosts": []}
     answered = sum(1 for h in doc["hosts"] if h["status"] == "ok")
+    if fmt != "json":
+        said = re.search(r"^\s*hosts\s+\d+: (\d+) ok", out, re.MULTILINE)
+        answered = int(said.group(1)) if said else 0
     note = "" if out else f"exit {code}: {err.strip().splitlines()[-1] if err.strip() else 'no output'}"
     note = note or not_ok(doc)
     return Row(tool=label, fan_out=_fan(concurrency, "gpudiag"), wall_s=wall, cpu_s=cpu, rss_one_mib=rss_one,
@@ -336,8 +348,9 @@ def not_ok(doc: dict[str, Any]) -> str:
 
 
 def gpudiag_in_process(cluster: SshdCluster, hosts: Sequence[Host], samples: int, interval_s: float,
-                       label: str, encryption_algs: str = ENCRYPTION_ALGS) -> Row:
-    options = SweepOptions(samples=samples, interval_s=interval_s)
+                       label: str, encryption_algs: str = ENCRYPTION_ALGS,
+                       concurrency: int = DEFAULT_FAN_OUT["gpudiag"]) -> Row:
+    options = SweepOptions(samples=samples, interval_s=interval_s, concurrency=concurrency)
     transport = SshTransport(SshOptions(ssh_config=[], connect_timeout_s=10, encryption_algs=encryption_algs))
     _sshd_settled(cluster.sshd_pids)
     _reset_peak_rss()
@@ -804,10 +817,11 @@ def summary(rows: Sequence[Row], size: int, node: Sequence[NodeCost]) -> list[st
     return lines
 
 
-def bench_size(size: int, call_ms: float, node: Sequence[NodeCost], profile: str | None = None,
-               cipher_pairs: int = 0, workers: Sequence[str] = (), rounds: int = 2) -> None:
-    print(f"\n== {size} hosts " + "=" * 80)
-    with tempfile.TemporaryDirectory(prefix="gpudiag-bench-") as tmp, contextlib.ExitStack() as stack:
+@contextlib.contextmanager
+def bed(size: int, call_ms: float, prefix: str = "gpudiag-bench-") -> Iterator[tuple[SshdCluster | None, Path]]:
+    """A cluster of ``size`` simulated healthy nodes in a temporary folder, and that folder; (None, folder) with
+    a line printed when sshd cannot serve that many (a missing OpenSSH raises :class:`SshdUnavailable`)."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp, contextlib.ExitStack() as stack:
         work = Path(tmp)
         (work / "cluster").mkdir()
         started = time.monotonic()
@@ -818,9 +832,19 @@ def bench_size(size: int, call_ms: float, node: Sequence[NodeCost], profile: str
             raise
         except (RuntimeError, OSError) as exc:  # e.g. sshd not answering on every address in time
             print(f"sshd could not serve {size} hosts: {exc}")
+            yield None, work
             return
         print(f"cluster: {len(cluster.sshd_pids)} sshd on port {cluster.port}, up in "
-              f"{time.monotonic() - started:.1f} s")
+              f"{time.monotonic() - started:.1f} s", flush=True)
+        yield cluster, work
+
+
+def bench_size(size: int, call_ms: float, node: Sequence[NodeCost], profile: str | None = None,
+               cipher_pairs: int = 0, workers: Sequence[str] = (), rounds: int = 2) -> None:
+    print(f"\n== {size} hosts " + "=" * 80)
+    with bed(size, call_ms) as (cluster, work):
+        if cluster is None:
+            return
         if profile:
             profile_client(cluster, size, profile)
         elif cipher_pairs:
@@ -893,6 +917,15 @@ def run_size(cluster: SshdCluster, work: Path, size: int, node: Sequence[NodeCos
         print(f"  note: besides the dead host, {others}")
 
 
+def raise_open_files(size: int) -> None:
+    """Let this process (and the pdsh, clush and gpudiag children, which inherit it) open what ``size`` hosts need."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = size * 8 + 256
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard),
+                                                    hard))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--sizes", default="100", help="comma-separated host counts (default 100)")
@@ -914,11 +947,7 @@ def main() -> None:
     args = parser.parse_args()
     workers = [w.strip() for w in args.workers_ab.split(",") if w.strip()]
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # pdsh/clush/gpudiag children inherit it
-    wanted = max(sizes) * 8 + 256
-    if soft != resource.RLIM_INFINITY and soft < wanted:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard),
-                                                    hard))
+    raise_open_files(max(sizes))
     print(f"machine: {CORES} cores, Python {sys.version.split()[0]}, {_version(['ssh', '-V'])}, "
           f"{_version(['pdsh', '-V'])}, {_version(['clush', '--version'])}; each nvidia-smi call lasts at least "
           f"{args.call_ms:g} ms")

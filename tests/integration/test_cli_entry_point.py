@@ -11,7 +11,7 @@ from importlib.metadata import version
 
 def gpudiag(*args: str) -> subprocess.CompletedProcess[str]:
     """The console entry point as installed (main(): usage errors exit 3), in a child process."""
-    return subprocess.run([sys.executable, "-c", "from gpudiag.cli.app import main; main()", *args],
+    return subprocess.run([sys.executable, "-c", "from gpudiag.cli.entry import main; main()", *args],
                           capture_output=True, text=True, check=False, timeout=60)
 
 

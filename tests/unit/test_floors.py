@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-_REQUIREMENT = re.compile(r'"([A-Za-z0-9_.-]+)>=([0-9][0-9.]*)(?:\s*;[^"]*)?"')  # a marker may follow
+_REQUIREMENT = re.compile(r'"([A-Za-z0-9_.-]+)>=([0-9][0-9.]*)(?:,<[0-9.]+)?(?:\s*;[^"]*)?"')  # a cap, a marker may follow
 
 
 def _declared() -> dict[str, str]:
@@ -41,5 +41,5 @@ def _version(text: str | None) -> tuple[int, ...] | None:
 def test_every_pin_is_a_declared_floor_and_every_runtime_floor_is_pinned() -> None:
     declared, pinned = _declared(), _pinned()
     assert {name: _version(declared.get(name)) for name in pinned} == {n: _version(v) for n, v in pinned.items()}
-    runtime = ("asyncssh", "typer", "rich", "pyyaml", "nvidia-ml-py")
+    runtime = ("asyncssh", "typer", "rich", "pyyaml", "nvidia-ml-py", "orjson")
     assert all(name in pinned for name in runtime), sorted(set(runtime) - set(pinned))

@@ -12,11 +12,12 @@ import sys
 
 import typer
 
-from gpudiag.audit.scheduled import EXIT_CANNOT_RUN
 from gpudiag.cli.commands import exporter, history, inventory, local, logs, merge, sweep, undrain, watch
 from gpudiag.cli.common import use_event_loop
 from gpudiag.cli.params import Command, RootGroup
+from gpudiag.cli.version import VERSION_FLAGS, version_line
 from gpudiag.model.choices import EventLoop
+from gpudiag.model.report import EXIT_CANNOT_RUN
 
 # The commands, in the order --help lists them: each is one module of gpudiag.cli.commands (grep beside
 # signatures in logs), named for what it does; what options it takes is gpudiag.cli.options.TAKES.
@@ -29,13 +30,8 @@ app = typer.Typer(cls=RootGroup, add_completion=False, pretty_exceptions_enable=
 
 
 def _version(value: bool) -> None:
-    if value:
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            typer.echo(f"gpudiag {version('gpudiag')}")
-        except PackageNotFoundError:  # run from a source tree that was never installed
-            typer.echo("gpudiag (not installed: version unknown)")
+    if value:  # `gpudiag --version` alone never gets here (gpudiag.cli.entry); `--event-loop X --version` does
+        typer.echo(version_line())
         raise typer.Exit(0)
 
 
@@ -43,7 +39,7 @@ def _version(value: bool) -> None:
 def _global(ctx: typer.Context,
             event_loop: EventLoop = typer.Option(EventLoop.ASYNCIO, "--event-loop", envvar="GPUDIAG_EVENT_LOOP",
                                                  help="asyncio (default) or uvloop (faster, when installed)."),
-            _show_version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True, metavar="",
+            _show_version: bool = typer.Option(False, *VERSION_FLAGS, callback=_version, is_eager=True, metavar="",
                                                help="Print gpudiag's version and exit."),
             ) -> None:
     """Agentless GPU health sweep over SSH: what is wrong with the GPUs of a cluster."""

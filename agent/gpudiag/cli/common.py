@@ -1,5 +1,5 @@
 """What the command modules (:mod:`gpudiag.cli.commands`) share: the one-line failure (exit
-:data:`~gpudiag.audit.scheduled.EXIT_CANNOT_RUN`), the event loop, and carrying out a
+:data:`~gpudiag.model.report.EXIT_CANNOT_RUN`), the event loop, and carrying out a
 :class:`~gpudiag.cli.request.SweepRequest`.
 
 Every command module imports this one and it imports none, so the command layer has no import cycle.
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from gpudiag.audit.scheduled import EXIT_CANNOT_RUN
 from gpudiag.model.choices import EventLoop, TextFormat
+from gpudiag.model.report import EXIT_CANNOT_RUN
 from gpudiag.report import OutputFormat
 
 if TYPE_CHECKING:

@@ -21,9 +21,9 @@ LOGS_PANEL, OUTPUT_PANEL, AUDIT_PANEL, SLURM_PANEL, FLEET_PANEL = "Logs", "Outpu
 
 
 def _check_default(field: str) -> str:
-    """``(default 90)``: the default of a check setting, read from :class:`gpudiag.checks.settings.CheckSettings`
-    (imported only when a command's help is shown: the checks load the signature packs)."""
-    from gpudiag.checks.settings import CheckSettings
+    """``(default 90)``: the default of a check setting, read from :class:`gpudiag.model.settings.CheckSettings`
+    where it is declared (not through gpudiag.checks, whose package loads the checks and the signature packs)."""
+    from gpudiag.model.settings import CheckSettings
 
     return f"(default {getattr(CheckSettings(), field):g})"
 

@@ -44,6 +44,7 @@ from gpudiag.model.node import (
     link_names,
 )
 from gpudiag.model.report import (
+    EXIT_CANNOT_RUN,
     PROBE_SCHEMA,
     STOP_EXIT_CODES,
     SWEEP_SCHEMA,
@@ -88,6 +89,7 @@ __all__ = [
     "NodeReadings",
     "PCIE_LINKS",
     "PROBE_SCHEMA",
+    "EXIT_CANNOT_RUN",
     "Power",
     "PowerSource",
     "RemoteResult",

@@ -49,19 +49,43 @@ def _is_pairs(tp: Any) -> Any:
 
 # Per class: fields to leave out, and derived values to add (name → value), e.g. a GPU's power figure.
 Shape = Mapping[type, tuple[frozenset[str], Callable[[Any], Mapping[str, Any]] | None]]
+_AS_SHAPED: tuple[frozenset[str], None] = (frozenset(), None)
+
+# Written as they are: the exact types only (an enum that is also a str or an int is not one of them). Checked
+# by type first: a 300-host report is some 200,000 values, and an isinstance chain per value was most of the
+# JSON's cost (1.4 ms of CPU per 8-GPU host, against 0.03 for orjson's whole encoding).
+_AS_IS = frozenset({str, int, bool, type(None)})
+_PLANS: dict[type, tuple[tuple[str, bool], ...]] = {}
+
+
+def _plan(cls: type) -> tuple[tuple[str, bool], ...]:
+    """(name, written as an object of pairs) of each field of the dataclass ``cls``, computed once."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        plan = _PLANS[cls] = tuple((name, _is_pairs(tp) is not None) for name, tp in _fields(cls))
+    return plan
 
 
 def plain(value: object, shape: Shape | None = None) -> Any:
     """Any value as plain JSON values, without a declared type (evidence values, derived values)."""
+    kind = type(value)
+    if kind in _AS_IS:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None  # type: ignore[arg-type]
+    if kind is tuple or kind is list:
+        return [plain(v, shape) for v in value]  # type: ignore[attr-defined]
+    if kind is dict:  # before the Mapping ABC, whose isinstance is slow
+        return {str(k): plain(v, shape) for k, v in value.items()}  # type: ignore[attr-defined]
     if isinstance(value, Severity):
         return value.label
     if isinstance(value, enum.Enum):  # before str/int: HostStatus is a str, and should be its value
         return plain(value.value)
-    if value is None or isinstance(value, (bool, int, str)):
+    if isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if hasattr(kind, "__dataclass_fields__") and not isinstance(value, type):
         return encode(value, shape)
     if isinstance(value, Mapping):
         return {str(k): plain(v, shape) for k, v in value.items()}
@@ -73,13 +97,16 @@ def plain(value: object, shape: Shape | None = None) -> Any:
 def encode(obj: Any, shape: Shape | None = None) -> dict[str, Any]:
     """A dataclass as a JSON object of its fields, then its derived values; ``shape`` says, per class,
     which fields to leave out and which derived values to add."""
-    skip, derived = (shape or {}).get(type(obj), (frozenset(), None))
+    skip, derived = shape.get(type(obj), _AS_SHAPED) if shape else _AS_SHAPED
     out: dict[str, Any] = {}
-    for name, tp in _fields(type(obj)):
+    for name, pairs in _plan(type(obj)):
         if name in skip:
             continue
         value = getattr(obj, name)
-        if value is not None and _is_pairs(tp) is not None:
+        kind = type(value)
+        if kind in _AS_IS:  # plain()'s first test, inlined: most fields are these
+            out[name] = value
+        elif pairs and value is not None:
             out[name] = {str(k): plain(v, shape) for k, v in value}
         else:
             out[name] = plain(value, shape)

@@ -84,6 +84,8 @@ class HostReport:
 
 # The exit code of a sweep stopped by a signal, as a shell reports a command that signal ended (128 + its number).
 STOP_EXIT_CODES: Mapping[str, int] = {"SIGINT": 130, "SIGTERM": 143}
+# gpudiag could not run (a bad inventory, bad flags): Nagios' UNKNOWN, never a state of the cluster.
+EXIT_CANNOT_RUN = 3
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -139,10 +139,10 @@ def render(report: SweepReport, view: ReportView) -> str:
 
 
 def dumps(document: Any) -> str:
-    """``document`` as JSON indented by two spaces, non-ASCII as UTF-8. With orjson installed (the ``fast``
-    extra) its encoder writes it - byte for byte what the standard library writes, in a tenth of the time
-    (Python's own encoder is pure Python once indent is set: 0.5 ms per 8-GPU host, bench/sweep_loopback.py
-    --profile); an integer past 64 bits falls back to the standard library."""
+    """``document`` as JSON indented by two spaces, non-ASCII as UTF-8. orjson (a dependency where it has
+    wheels: CPython) writes it - byte for byte what the standard library writes, in a twentieth of the time
+    (Python's own encoder is pure Python once indent is set: 0.6-0.8 ms per 8-GPU host, bench/sweep_loopback.py
+    --profile); without orjson, and for an integer past 64 bits, the standard library writes it."""
     if _orjson is not None:
         try:
             return json_safe(str(_orjson.dumps(document, option=_orjson.OPT_INDENT_2).decode("utf-8")))
@@ -153,7 +153,7 @@ def dumps(document: Any) -> str:
 
 
 def _load_orjson() -> Any:
-    """orjson when installed (optional: ``pip install 'gpudiag[fast]'``), else None."""
+    """orjson when installed (a dependency on CPython), else None."""
     try:
         import orjson
     except ImportError:

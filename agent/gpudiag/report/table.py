@@ -40,6 +40,7 @@ from gpudiag.report.evidence import shown_process
 from gpudiag.report.findings_section import SEVERITY_TAGS, findings_section, most_serious_first
 from gpudiag.report.fold import counted_label, generic, group_hosts, host_label, index_ranges, label_parts, shown
 from gpudiag.report.terminal import safe, safe_text, trimmed_lines
+from gpudiag.report.text_grid import draw as draw_plain
 from gpudiag.report.view import ReportView
 
 MISSING = "-"  # a cell whose reading was not reported
@@ -290,11 +291,23 @@ def _layout(groups: Sequence[tuple[tuple[str, ...], HostBlock]], width: int) -> 
     return max(layouts, key=lambda layout: sorted((priority[p] for p in layout.shown), reverse=True))
 
 
-def _gpu_table(groups: Sequence[tuple[tuple[str, ...], HostBlock]], width: int, color: bool) -> list[RenderableType]:
+def _gpu_table(groups: Sequence[tuple[tuple[str, ...], HostBlock]], width: int,
+               color: bool) -> list[RenderableType | str]:
+    """The GPU table: one renderable for the console, or (every column at its widest cell, no colour: a pipe,
+    a file, a wide terminal) its text drawn without rich (:mod:`gpudiag.report.text_grid`, the same text)."""
     # "(3 hosts)" under the range, where a narrow host column cannot break it in the middle.
     labelled = [((host_label(names), f"({len(names)} hosts)") if len(names) > 1 else (names[0],), block)
                 for names, block in groups]
     layout = _layout(labelled, width)
+    if not color and not layout.max_widths and not layout.two_line_headers:
+        lines = draw_plain(
+            [COLUMNS[p] for p in layout.shown], [GPU_COLUMNS[p].left for p in layout.shown],
+            [[tuple((tuple(safe(line) for line in label) if row_number == 0 else ("",)) if p == 0
+                    else (safe(cells[p - 1]),) for p in layout.shown)
+              for row_number, (cells, _severity) in enumerate(block.rows)] for label, block in labelled],
+            cell_len, width)
+        if lines is not None:
+            return ["".join(line + "\n" for line in lines)]
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=_CELL_PADDING)
     for position in layout.shown:
         column = GPU_COLUMNS[position]
@@ -319,7 +332,7 @@ def _gpu_table(groups: Sequence[tuple[tuple[str, ...], HostBlock]], width: int, 
                 style = SEVERITY_TAGS[severity][1] if color and severity and position == 1 else ""
                 row.append(safe_text(cell, style=style))
             table.add_row(*(row[p] for p in layout.shown), end_section=row_number == len(block.rows) - 1)
-    out: list[RenderableType] = [table]
+    out: list[RenderableType | str] = [table]
     left_out = [COLUMNS[p] for p in layout.applies if p not in layout.shown]
     if left_out:  # said, so that a missing column reads as "no room", not "not measured"
         out.append(safe_text(f"(not shown at {width} columns: {', '.join(left_out)})", style="dim" if color else ""))
@@ -430,7 +443,10 @@ def render_table(report: SweepReport, *, width: int = 160, color: bool = False, 
         without_gpus = [(names, block) for names, block in groups if block.message is not None]
         if with_gpus:
             for renderable in _gpu_table(with_gpus, width, color):
-                console.print(renderable)
+                if isinstance(renderable, str):  # drawn without rich: the console's own lines come after it
+                    buffer.write(renderable)
+                else:
+                    console.print(renderable)
         if without_gpus:
             if with_gpus:
                 console.print()

@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import multiprocessing
 import os
 import signal
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
-from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from gpudiag.model import Host, HostReport, HostStatus, SweepReport
@@ -34,7 +32,11 @@ from gpudiag.model.choices import EventLoop
 from gpudiag.sweep.loop import run, until_signal
 from gpudiag.sweep.shard import select_shard
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # multiprocessing is imported where a worker starts: a sweep in one process never needs it
+    import multiprocessing.context
+    import multiprocessing.process
+    from multiprocessing.connection import Connection
+
     from gpudiag.logs import LogPlan
     from gpudiag.sweep.runner import SweepObserver, SweepOptions
     from gpudiag.transport.build import SshRequest
@@ -186,6 +188,8 @@ async def sweep_in_workers(hosts: Sequence[Host], options: SweepOptions, plans: 
     """Sweep ``hosts`` in ``count`` worker processes; one report, in the hosts' order, as
     :func:`gpudiag.sweep.runner.sweep` would
     make it. ``options.concurrency`` and the SSH pacing bounds hold for all the workers together."""
+    import multiprocessing
+
     from gpudiag.checks import evaluate
     from gpudiag.checks.fleet import with_fleet_findings
     from gpudiag.sweep.runner import cancelled_report, host_groups

@@ -1,15 +1,23 @@
-"""The command layer has no import cycle, and ``gpudiag --help`` loads no heavy layer.
+"""The command layer has no import cycle, and what ``gpudiag --version`` and ``gpudiag -h`` import is bounded.
 
 The graph is read from the source (every ``import`` at any depth: module top, inside functions, under
 ``TYPE_CHECKING``), so a cycle hidden behind a lazy import is found too: the one that the logs commands
 had, importing helpers back from the app module inside its commands, never failed at import time.
+
+What a command line loads at start-up is the *eager* part of the graph: the imports a module runs when it is
+imported (its top level, class bodies, ``try``/``if`` blocks, not function bodies nor ``if TYPE_CHECKING``),
+and the packages above each module. Those sets are checked by name here, not by time (bench/startup.py
+measures the CPU): ``--version`` is the entry point and the standard library; ``-h`` and ``--help`` are the
+command line, the model and the report's package (an option's type), never a layer that sweeps, parses or
+checks, nor asyncssh, PyYAML or rich.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
@@ -112,3 +120,102 @@ def test_a_lazy_import_back_is_a_cycle() -> None:
     graph = dict(_import_graph())
     graph["gpudiag.cli.commands.logs"] = graph["gpudiag.cli.commands.logs"] | {"gpudiag.cli.app"}
     assert _cycles(graph) == [["gpudiag.cli.app", "gpudiag.cli.commands.logs"]]
+
+
+def _eager_nodes(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements that run when the module is imported: not function bodies, not ``if TYPE_CHECKING``."""
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if isinstance(node, ast.If):
+            test = node.test
+            if (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+                    isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"):
+                yield from _eager_nodes(node.orelse)
+                continue
+            yield from _eager_nodes(node.body)
+            yield from _eager_nodes(node.orelse)
+        elif isinstance(node, ast.Try):
+            for block in (node.body, *(h.body for h in node.handlers), node.orelse, node.finalbody):
+                yield from _eager_nodes(block)
+        elif isinstance(node, (ast.ClassDef, ast.With)):
+            yield from _eager_nodes(node.body)
+        else:
+            yield node
+
+
+@functools.cache
+def _eager() -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+    """Each gpudiag module → (the gpudiag modules, the other top-level packages) its import runs."""
+    modules = _modules()
+
+    def known(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    found: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in _eager_nodes(ast.parse(path.read_text(), str(path)).body):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                base = node.module or ""
+                if node.level:
+                    anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                    base = f"{anchor}.{base}" if base else anchor
+                targets.add(base)
+                targets.update(f"{base}.{alias.name}" for alias in node.names)
+        ours = {m for t in targets if (m := known(t)) is not None and m != name}
+        others = {t.split(".")[0] for t in targets if known(t) is None} - {"gpudiag", "gpudiag_node"}
+        found[name] = frozenset(ours), frozenset(others)
+    return found
+
+
+def _loaded_by(root: str) -> tuple[set[str], set[str]]:
+    """(gpudiag modules, third-party packages) that importing ``root`` runs: its eager closure, each module's
+    packages included (importing gpudiag.cli.app runs gpudiag/__init__ and gpudiag/cli/__init__ first)."""
+    eager = _eager()
+    seen: set[str] = set()
+    others: set[str] = set()
+    todo = [root]
+    while todo:
+        name = todo.pop()
+        parts = name.split(".")
+        for module in (".".join(parts[:i]) for i in range(1, len(parts) + 1)):
+            if module in eager and module not in seen:
+                seen.add(module)
+                ours, third = eager[module]
+                others |= {t for t in third if t not in sys.stdlib_module_names}
+                todo.extend(ours)
+    return seen, others
+
+
+def test_the_eager_walk_sees_what_an_import_runs() -> None:
+    # Edges this walk must find and must leave out, so that the bounds below cannot pass on an empty walk.
+    ours, third = _eager()["gpudiag.cli.app"]
+    assert {"gpudiag.cli.commands.sweep", "gpudiag.cli.params"} <= ours and "typer" in third
+    assert "gpudiag.cli.build" not in _eager()["gpudiag.cli.commands.sweep"][0]  # inside the command
+    assert "gpudiag.cli.request" not in _eager()["gpudiag.cli.common"][0]  # under TYPE_CHECKING
+    assert "gpudiag.sweep.runner" in _loaded_by("gpudiag.cli.build")[0]
+
+
+def test_version_imports_the_entry_point_and_the_standard_library_only() -> None:
+    # `gpudiag --version` never imports typer: the entry point answers before the app is imported.
+    for root in ("gpudiag.cli.entry", "gpudiag.__main__"):
+        ours, third = _loaded_by(root)
+        assert ours <= {"gpudiag", "gpudiag.__main__", "gpudiag.cli", "gpudiag.cli.entry", "gpudiag.cli.version"}
+        assert third == set(), (root, third)
+
+
+def test_help_imports_the_command_line_and_the_model_only() -> None:
+    # `gpudiag -h`, `gpudiag sweep -h`: the app and every command module, their options' types (the model, the
+    # report's formats), and the defaults the help quotes (gpudiag.model.settings, read when shown).
+    ours, third = _loaded_by("gpudiag.cli.app")
+    ours |= _loaded_by("gpudiag.model.settings")[0]
+    allowed_layers = {"gpudiag.cli", "gpudiag.model"}
+    allowed = {"gpudiag", "gpudiag.report", "gpudiag.report.view"}
+    assert {m for m in ours if m not in allowed and ".".join(m.split(".")[:2]) not in allowed_layers} == set()
+    assert third == {"typer"}

@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-import gpudiag.checks.settings
+import gpudiag.model.settings
 from gpudiag.cli import options
 from gpudiag.cli.app import app
 from gpudiag.cli.params import Group, members
@@ -107,16 +107,16 @@ def _words(text: str) -> str:
 
 
 def test_a_threshold_help_quotes_the_default_where_it_is_defined(monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = gpudiag.checks.settings.CheckSettings()
+    settings = gpudiag.model.settings.CheckSettings()
     text = _words(_help("sweep"))
     assert f"as busy (default {settings.busy_utilization_pct:g})" in text
     assert f"counts as low (default {settings.low_power_pct:g})" in text
 
-    class Other(gpudiag.checks.settings.CheckSettings):
+    class Other(gpudiag.model.settings.CheckSettings):
         def __init__(self) -> None:
             super().__init__(busy_utilization_pct=77.0)
 
-    monkeypatch.setattr(gpudiag.checks.settings, "CheckSettings", Other)
+    monkeypatch.setattr(gpudiag.model.settings, "CheckSettings", Other)
     assert "as busy (default 77)" in _words(_help("watch"))
 
 

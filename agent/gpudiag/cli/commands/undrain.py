@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import typer
 
-from gpudiag.audit.scheduled import EXIT_CANNOT_RUN
 from gpudiag.cli.common import configuration_errors, fail, selected_hosts, sweep_selected
 from gpudiag.cli.options import command
 from gpudiag.cli.params import Given
+from gpudiag.model.report import EXIT_CANNOT_RUN
 from gpudiag.report import OutputFormat
 
 
