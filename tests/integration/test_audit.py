@@ -163,3 +163,30 @@ def test_output_file_with_quiet_keeps_stdout_silent(small_cluster, tmp_path: Pat
 def webhook() -> Iterator[Webhook]:
     with running_webhook() as hook:
         yield hook
+
+
+def test_the_third_reset_this_week_is_raised_by_the_sweep_command(small_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`gpudiag sweep --history` over real SSH: node-a's GPU 1 has uncorrected ECC errors (reset_gpu), is
+    healthy after a reset, faulty again, healthy, and faulty a third time: that third run's finding and host
+    say reboot_node and why; the history keeps what it needed."""
+    cluster, hosts_json = small_cluster
+    history = tmp_path / "history.sqlite"
+    args = ("sweep", "-i", str(inventory(cluster, tmp_path)), "--limit", "node-a", "--samples", "1",
+            "--interval", "0", "--history", str(history), "--format", "json")
+    seen = []
+    try:
+        for scenario in ("ecc", "healthy", "ecc", "healthy", "ecc"):
+            play(hosts_json, {"127.0.0.2": scenario})
+            run = cli(*args)
+            assert run.returncode in (0, 2), run.stderr
+            (host,) = json.loads(run.stdout)["hosts"]
+            seen.append((host["action"], [(f["code"], f["action"]) for f in host["findings"]]))
+    finally:
+        play(hosts_json, NODES)
+    assert seen == [("reset_gpu", [("ECC_UNCORRECTED", "reset_gpu")]), ("none", []),
+                    ("reset_gpu", [("ECC_UNCORRECTED", "reset_gpu")]), ("none", []),
+                    ("reboot_node", [("ECC_UNCORRECTED", "reboot_node")])]
+    assert json.loads(run.stdout)["hosts"][0]["findings"][0]["summary"].endswith(
+        "; needed a reset 3 times this week, so reboot_node")
+    with sqlite3.connect(history) as db:
+        assert {row[0] for row in db.execute("SELECT action FROM findings")} == {"reset_gpu"}

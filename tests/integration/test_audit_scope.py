@@ -100,5 +100,9 @@ def test_four_shards_at_once_record_four_runs_and_a_full_run_after_reports_no_ch
     assert len(swept) == len(set(swept)) == 6  # each shard recorded only its own hosts, none twice
     documents = [json.loads(out) for out, _ in outs if out]
     assert {c["change"] for d in documents for c in d["changes"]} == {"new"}  # first runs: nothing resolved
+    assert not any(c["code"] == "DRIVER_DRIFT" for d in documents for c in d["changes"])  # no shard sees a group
     full = sweep(history, "--format", "json")
-    assert (full.returncode, full.stdout, full.stderr) == (2, "", "")
+    # nothing else changes; the one thing new is what only the whole group can say: train-h200-04's older driver
+    assert (full.returncode, full.stderr) == (2, ""), full.stderr
+    assert [(c["change"], c["host"], c["code"]) for c in json.loads(full.stdout)["changes"]] == [
+        ("new", "train-h200-04", "DRIVER_DRIFT")]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
+from gpudiag.checks.fleet import FLEET_CODES
 from gpudiag.model import SweepReport
 from gpudiag.model.actions import needed
 from gpudiag.model.changes import (
@@ -77,7 +78,8 @@ def compare(report: SweepReport, past: tuple[PastRun, ...], rule: FlapRule = Fla
                 runs=before.runs + 1 if before else 1, action=f.action, needed=needed(f.action, f.evidence))
     silent = {h.host for h in report.hosts if not h.status.answered}
     for fp, before in previous.items():  # a host that did not answer keeps its findings, unverified
-        if fp not in now_open and before.host in silent and before.code != "HOST_UNREACHABLE":
+        unjudged = not report.fleet_judged and before.code in FLEET_CODES  # a partial run: no fleet verdict
+        if fp not in now_open and (before.host in silent or unjudged) and before.code != "HOST_UNREACHABLE":
             now_open[fp] = dataclasses.replace(before, runs=before.runs + 1, carried=True)
 
     window = past[-(rule.window - 1):] if rule.window > 1 else ()

@@ -21,6 +21,7 @@ from gpudiag.model import Finding, HostReport, Severity, SweepReport
 from gpudiag.sources.hostlist import fold
 
 MIN_HOSTS = 2  # one host is its own majority
+FLEET_CODES = ("DRIVER_DRIFT",)  # what only a whole group can say: a partial run carries the last verdict
 
 
 def _gpu_values(host: HostReport, read: Callable[[object], object]) -> str | None:

@@ -118,7 +118,7 @@ def sweep_report(request: SweepRequest, *, no_hosts: str = "no hosts given") -> 
         options, planner, nodes = prepare_demo(request)
         return _until_stopped(request.output, len(nodes), lambda stop, observer, _say: sweep_demo(
             options, planner=planner, nodes=nodes, connect_timeout_s=request.ssh.connect_timeout_s, stop=stop,
-            observer=observer))
+            observer=observer, fleet=not request.hosts.partial))
     selected = selected_hosts(request.hosts)
     if not selected.hosts and request.hosts.shard is None:
         raise RequestError(no_hosts)
@@ -135,15 +135,16 @@ def sweep_selected(request: SweepRequest, selected: SelectedHosts) -> SweepRepor
 
     prepared = prepare(request, selected)
     workers = resolve_workers(request.workers, len(prepared.hosts))
+    fleet = not request.hosts.partial  # a part of the hosts sees its groups in part: no fleet verdict
 
     def start(stop: asyncio.Event, observer: SweepObserver | None,
               say: Callable[[str], None]) -> Coroutine[Any, Any, SweepReport]:
         if workers > 1:
             return sweep_in_workers(prepared.hosts, prepared.options, prepared.plans, request.ssh, workers,
                                     stop=stop, observer=observer, on_note=say,
-                                    event_loop=_event_loop[0])
+                                    event_loop=_event_loop[0], fleet=fleet)
         return sweep(prepared.hosts, open_transport(prepared.ssh), prepared.options, plans=prepared.plans, stop=stop,
-                     on_note=say, observer=observer)
+                     on_note=say, observer=observer, fleet=fleet)
 
     # A lowered window (the open-file limit cannot hold the fan-out) is said once, before any connection.
     # SIGINT/SIGTERM stop it: the report then holds what finished, the rest cancelled, and says which signal.

@@ -286,7 +286,7 @@ def _transport(cluster: DemoCluster, connect_timeout_s: float, *, keep_connectio
 
 async def sweep_demo(options: SweepOptions, *, planner: Planner | None = None, connect_timeout_s: float = 3.0,
                      nodes: Sequence[DemoNode] = DEMO_NODES, stop: asyncio.Event | None = None,
-                     observer: SweepObserver | None = None) -> SweepReport:
+                     observer: SweepObserver | None = None, fleet: bool = True) -> SweepReport:
     """Start the demo cluster (``nodes`` of it) and sweep it with ``options`` through the real SSH transport.
 
     ``planner``: the log planner for ``options.logs`` that the caller built, and so checked (``--pack``,
@@ -300,7 +300,7 @@ async def sweep_demo(options: SweepOptions, *, planner: Planner | None = None, c
     async with demo_cluster(nodes) as cluster:
         plans = {host.name: planner.plan(host) for host in cluster.hosts}
         return await sweep(cluster.hosts, _transport(cluster, connect_timeout_s), options, plans=plans, stop=stop,
-                           observer=observer)
+                           observer=observer, fleet=fleet)
 
 
 async def watch_demo(options: SweepOptions, *, every_s: float, count: int,

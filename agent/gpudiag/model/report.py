@@ -100,6 +100,9 @@ class SweepReport:
     # The thresholds the checks judged this sweep by; None: not known (a gpudiag.sweep/2 document, or merged
     # reports whose runs used different ones)
     settings: CheckSettings | None = None
+    # The checks across hosts (DRIVER_DRIFT) were judged: False when the run swept only part of the hosts
+    # (--limit, --exclude, --shard), whose groups it saw in part; the history then carries their last verdict
+    fleet_judged: bool = True
 
     @property
     def findings(self) -> tuple[Finding, ...]:

@@ -44,6 +44,12 @@ class HostSelection:
     """``--slurm-*``: Slurm's nodes replace the hosts (an inventory's or a target's host of the same name keeps
     its settings); ``--exclude`` and ``--shard`` still apply. None: no Slurm flag given."""
 
+    @property
+    def partial(self) -> bool:
+        """Whether the run sweeps only part of the hosts the sources give (--limit, --exclude, --shard): its
+        groups are seen in part, so the checks across hosts (DRIVER_DRIFT) are not judged."""
+        return bool(self.limit or self.exclude or self.shard)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SelectedHosts:

@@ -210,7 +210,7 @@ async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptio
     reports = tuple(cancelled_report(host) if task.cancelled() else task.result()
                     for host, task in zip(hosts, tasks, strict=True))
     report = SweepReport(started_at=started_at, duration_s=round(time.monotonic() - started, 3), hosts=reports,
-                         settings=options.settings)
+                         settings=options.settings, fleet_judged=fleet)
     return with_fleet_findings(report, host_groups(hosts)) if fleet else report
 
 

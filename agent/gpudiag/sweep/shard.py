@@ -79,4 +79,5 @@ def merge(reports: Sequence[tuple[str, SweepReport]]) -> SweepReport:
         duration_s=max(r.duration_s for _, r in reports),
         hosts=tuple(h for _, r in reports for h in r.hosts),
         settings=settings.pop() if len(settings := {r.settings for _, r in reports}) == 1 else None,
+        fleet_judged=all(r.fleet_judged for _, r in reports),
     )

@@ -184,7 +184,7 @@ def _start(context: multiprocessing.context.SpawnContext, job: _Job) -> tuple[
 async def sweep_in_workers(hosts: Sequence[Host], options: SweepOptions, plans: Mapping[str, LogPlan],
                            ssh: SshRequest, count: int, *, stop: asyncio.Event | None = None,
                            observer: SweepObserver | None = None, on_note: Callable[[str], None] | None = None,
-                           event_loop: EventLoop = EventLoop.ASYNCIO) -> SweepReport:
+                           event_loop: EventLoop = EventLoop.ASYNCIO, fleet: bool = True) -> SweepReport:
     """Sweep ``hosts`` in ``count`` worker processes; one report, in the hosts' order, as
     :func:`gpudiag.sweep.runner.sweep` would
     make it. ``options.concurrency`` and the SSH pacing bounds hold for all the workers together."""
@@ -260,8 +260,10 @@ async def sweep_in_workers(hosts: Sequence[Host], options: SweepOptions, plans: 
                           findings=evaluate(host.name, HostStatus.ERROR, error, None, options.settings))
 
     report = SweepReport(started_at=started_at, duration_s=round(time.monotonic() - started, 3),
-                         hosts=in_order(hosts, finished, unfinished), stopped_by=stopped_by, settings=options.settings)
-    return with_fleet_findings(report, host_groups(hosts))  # across every worker's hosts, not each share
+                         hosts=in_order(hosts, finished, unfinished), stopped_by=stopped_by, settings=options.settings,
+                         fleet_judged=fleet)
+    # across every worker's hosts, not each share (``fleet``: as for gpudiag.sweep.runner.sweep)
+    return with_fleet_findings(report, host_groups(hosts)) if fleet else report
 
 
 def _tell_stop(worker: _Running) -> None:

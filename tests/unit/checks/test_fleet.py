@@ -65,3 +65,24 @@ def test_a_different_gpu_model_alone_is_to_watch_and_one_finding_per_host_across
         "a3", "rack1", ("gpu_model",), Action.WATCH)
     assert finding.summary.startswith("runs GPU model NVIDIA H100 80GB HBM3 where 2 other hosts of rack1 run "
                                       "GPU model NVIDIA H200")
+
+
+def test_a_partial_run_carries_the_last_fleet_verdict_instead_of_resolving_it() -> None:
+    """--limit/--exclude/--shard see a group in part: no DRIVER_DRIFT is judged (fleet_judged False), and the one
+    open from the last whole run stays open, carried, not resolved; a whole run without it resolves it."""
+    import dataclasses
+
+    from gpudiag.audit.changes import compare
+    from gpudiag.model.changes import PastRun
+
+    groups = dict.fromkeys(("gpu01", "gpu02", "gpu03"), ("h200",))
+    whole = with_fleet_findings(fleet(h("gpu01"), h("gpu02"), h("gpu03", driver="570.133.20")), groups)
+    first = compare(whole, ())
+    past = (PastRun(run_id=1, started_at=whole.started_at, host_status={x.host: "ok" for x in whole.hosts},
+                    findings=first.open_findings),)
+    partial = dataclasses.replace(fleet(h("gpu03", driver="570.133.20")), fleet_judged=False)
+    carried = compare(partial, past)
+    assert [(c.state.value, c.finding.code, c.finding.carried, c.finding.runs) for c in carried.findings] == [
+        ("ongoing", "DRIVER_DRIFT", True, 2)]
+    fixed = compare(fleet(h("gpu03")), past)  # a whole run: gpu03 was updated
+    assert [(c.state.value, c.finding.code) for c in fixed.findings] == [("resolved", "DRIVER_DRIFT")]
