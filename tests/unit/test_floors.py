@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-_REQUIREMENT = re.compile(r'"([A-Za-z0-9_.-]+)>=([0-9][0-9.]*)(?:,<[0-9.]+)?(?:\s*;[^"]*)?"')  # a cap, a marker may follow
+# name>=floor, then maybe a cap (,<0.29) and a marker (; python_version < '3.11')
+_REQUIREMENT = re.compile(r'"([A-Za-z0-9_.-]+)>=([0-9][0-9.]*)(?:,<[0-9.]+)?(?:\s*;[^"]*)?"')
 
 
 def _declared() -> dict[str, str]:
