@@ -5,10 +5,12 @@ A call that outlives its bound (a wedged driver leaves nvidia-smi waiting in the
 with everything it started, and recorded in :data:`HUNG`, so the document can say which call hung and for how
 long while the rest of the collection still answers within the host's deadline."""
 
+import _thread
 import os
-import signal
-import subprocess
 import time
+
+# subprocess (with signal, threading, selectors, locale...) and signal are imported where a command runs: a
+# collector that reads NVML starts no command at all, and importing them costs a node more than NVML does.
 
 MAX_TEXT = 64 * 1024  # bound every captured stream: a runaway tool must not flood the channel
 TIMED_OUT = 124  # the exit status of a call killed at its bound, as `timeout` reports one
@@ -56,6 +58,8 @@ def _descendants(pid):
 def _kill_tree(pid):
     """SIGKILL ``pid`` and what it started. Not a process group of its own: the call stays in the collector's
     group, so the group kills that end the collector (`timeout`, a closed channel) still reach it."""
+    import signal
+
     for target in [pid] + _descendants(pid):  # listed before any dies: an orphan is re-parented to init
         try:
             os.kill(target, signal.SIGKILL)
@@ -68,6 +72,8 @@ def run(argv, timeout_s, limit=MAX_TEXT, raw_stdout=False):
     (``raw_stdout``: stdout as the bytes it printed, whole: the log scan keeps only its tail itself).
     Exit 127 when it cannot be found, 126 when it cannot start, 124 (:data:`TIMED_OUT`) when it outlived
     ``timeout_s``: then it and its children are killed and the call is added to :data:`HUNG`."""
+    import subprocess
+
     empty = b"" if raw_stdout else ""
     try:
         child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -100,3 +106,34 @@ def find_tool(name, extra_dirs=()):
         if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
             return candidate
     return None
+
+
+class Thread(object):
+    """A daemon thread with what the collector asks of ``threading.Thread``: start, join with a timeout,
+    is_alive. On ``_thread`` alone, as threading's own threads are: the threading module (and functools and
+    collections, which it imports) costs a collector 3-5 ms that needs nothing else of it."""
+
+    def __init__(self, target):
+        self._target = target
+        self._running = _thread.allocate_lock()
+
+    def start(self):
+        self._running.acquire()
+        _thread.start_new_thread(self._run, ())
+        return self
+
+    def _run(self):
+        try:
+            self._target()
+        finally:
+            self._running.release()
+
+    def join(self, timeout=None):
+        if self._running.acquire(True, -1 if timeout is None else max(0.0, timeout)):
+            self._running.release()
+
+    def is_alive(self):
+        if self._running.acquire(False):
+            self._running.release()
+            return False
+        return True

@@ -23,13 +23,18 @@ NODE_DIR = Path(gpudiag_node.__file__).resolve().parent  # what runs on the node
 NODE_PACKAGE = "gpudiag_node"
 
 # The node-side modules the probe imports (``from . import proc``), each by its file's stem.
-NODE_MODULES = ("readings", "nvml", "dcgm", "logscan", "context", "proc", "processes", "gpm", "probe")
+NODE_MODULES = ("jsoncodec", "readings", "nvml", "dcgm", "logscan", "context", "proc", "processes", "gpm", "probe")
 NVML_READER_FILES = ("nvml.py", "readings.py", "gpm.py")
 
 _BOOTSTRAP = '''# gpudiag collector bundle: run as `python3 -`. Modules travel compressed and are imported on demand.
-# Plain classes and binascii: importlib.abc and base64 alone would double the collector's start-up.
-import binascii, json, sys, zlib
-from importlib.machinery import ModuleSpec
+# Plain classes and binascii: importlib.abc and base64 alone would double the collector's start-up; the
+# configuration is JSON read by gpudiag_node.jsoncodec (the json package would import re). ModuleSpec from
+# the import system already loaded, not from importlib.machinery (which imports importlib and warnings).
+import binascii, sys, zlib
+try:
+    from _frozen_importlib import ModuleSpec
+except ImportError:
+    from importlib.machinery import ModuleSpec
 _SOURCES = %(sources)s
 _CONFIG = %(config)s
 
@@ -51,8 +56,8 @@ class _BundleImporter(object):
 
 
 sys.meta_path.insert(0, _BundleImporter())
-from %(package)s import probe
-sys.exit(probe.main_with_config(json.loads(_CONFIG)))
+from %(package)s import jsoncodec, probe
+sys.exit(probe.main_with_config(jsoncodec.loads(_CONFIG)))
 '''
 
 
@@ -68,6 +73,33 @@ def pynvml_source() -> bytes | None:
     return Path(spec.origin).read_bytes()
 
 
+# What the binding imports from the standard library only for a function or two, when the imports cost a node
+# more than NVML's answers (on their own, with nothing else of the collector importing them): ``import string``
+# (for capwords, when the module loads) imports re and enum, ``from functools import wraps`` and ``import
+# threading`` (for one Lock) import collections. The cut gets these few lines instead, as long as it asks the
+# module for nothing else (gpudiag.collect.prune): what the standard library does, for what the binding uses.
+STAND_INS = {
+    "string": (frozenset({"capwords"}),
+               "class string(object):  # gpudiag: `import string`, for the binding's one use of it\n"
+               "    @staticmethod\n"
+               "    def capwords(s, sep=None):\n"
+               "        return (sep or ' ').join(map(str.capitalize, s.split(sep)))\n"),
+    "threading": (frozenset({"Lock"}),
+                  "class threading(object):  # gpudiag: `import threading`, for the binding's one use of it\n"
+                  "    from _thread import allocate_lock as Lock  # what threading.Lock is\n"),
+    "functools": (frozenset({"wraps"}),
+                  "def wraps(wrapped):  # gpudiag: `from functools import wraps`, as functools.update_wrapper\n"
+                  "    def decorate(wrapper):\n"
+                  "        for name in ('__module__', '__name__', '__qualname__', '__doc__', '__annotations__'):\n"
+                  "            if hasattr(wrapped, name):\n"
+                  "                setattr(wrapper, name, getattr(wrapped, name))\n"
+                  "        wrapper.__dict__.update(getattr(wrapped, '__dict__', {}))\n"
+                  "        wrapper.__wrapped__ = wrapped\n"
+                  "        return wrapper\n"
+                  "    return decorate\n"),
+}
+
+
 def nvml_binding() -> bytes | None:
     """The binding as it travels: pynvml cut down to what ``nvml.py`` uses (``gpudiag.collect.prune``), so a node
     compiles 28 KB instead of 330 KB at every sweep. The cut takes ~60 ms here, so it is kept in
@@ -78,7 +110,8 @@ def nvml_binding() -> bytes | None:
         return None
     # What the NVML reader asks the binding for: its own code and the table of readings it walks.
     reader = b"\n".join((NODE_DIR / name).read_bytes() for name in NVML_READER_FILES)
-    key = hashlib.sha256(b"\0".join([source, reader, (HERE / "prune.py").read_bytes()])).hexdigest()[:32]
+    key = hashlib.sha256(b"\0".join([source, reader, (HERE / "prune.py").read_bytes(),
+                                     repr(sorted(STAND_INS.items())).encode()])).hexdigest()[:32]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpudiag" / f"pynvml-{key}.py"
     try:
         return cache.read_bytes()
@@ -86,7 +119,8 @@ def nvml_binding() -> bytes | None:
         pass
     from gpudiag.collect.prune import names_used, prune
 
-    cut = prune(source.decode("utf-8"), names_used(reader.decode("utf-8")), keep_prefixes=("NVML_ERROR_",))
+    cut = prune(source.decode("utf-8"), names_used(reader.decode("utf-8")), keep_prefixes=("NVML_ERROR_",),
+                stand_ins=STAND_INS)
     try:
         compile(cut, "pynvml", "exec")
     except SyntaxError:

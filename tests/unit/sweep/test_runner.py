@@ -111,7 +111,7 @@ def test_the_command_quotes_everything_and_bounds_time() -> None:
     assert call.stdin.startswith(b"# gpudiag collector bundle")
     # The node-side modules travel as the gpudiag_node package, the probe among them, and the bundle runs it.
     assert b"'gpudiag_node.probe': " in call.stdin and b"'gpudiag_node.proc': " in call.stdin
-    ending = b"from gpudiag_node import probe\nsys.exit(probe.main_with_config(json.loads(_CONFIG)))\n"
+    ending = b"from gpudiag_node import jsoncodec, probe\nsys.exit(probe.main_with_config(jsoncodec.loads(_CONFIG)))\n"
     assert call.stdin.endswith(ending)
     import shlex
 
@@ -119,9 +119,9 @@ def test_the_command_quotes_everything_and_bounds_time() -> None:
     assert argv[:7] == ["timeout", "-k", "3", "30", "sh", "-c", argv[6]]
     # the loader reads exactly the bundle; the shell fallback needs no deadline of its own inside `timeout`
     # and a thread ends the process group when stdin ends (the channel closed: gpudiag.collect.remote)
-    assert argv[7:10] == ["gpudiag", f"import os,sys,threading;b=sys.stdin.buffer.read({len(call.stdin)});"
-                                     "threading.Thread(target=lambda:(all(iter(lambda:os.read(0,65536),b'')),"
-                                     "os.killpg(0,9)),daemon=True).start();exec(compile(b,'<gpudiag>','exec'))", ""]
+    assert argv[7:10] == ["gpudiag", f"import os,sys,_thread;b=sys.stdin.buffer.read({len(call.stdin)});"
+                                     "_thread.start_new_thread(lambda:(all(iter(lambda:os.read(0,65536),b'')),"
+                                     "os.killpg(0,9)),());exec(compile(b,'<gpudiag>','exec'))", ""]
     assert call.ends_with_stdin
     assert argv[11:13] == ["5", "0.5"]
     assert "clock_event_reasons_mask=clocks_event_reasons.active|clocks_throttle_reasons.active" in argv
