@@ -8,9 +8,11 @@ the node needs nothing installed, not even the NVML binding, which travels insid
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import importlib.util
 import json
+import marshal
 import os
 import zlib
 from collections.abc import Mapping
@@ -30,12 +32,17 @@ _BOOTSTRAP = '''# gpudiag collector bundle: run as `python3 -`. Modules travel c
 # Plain classes and binascii: importlib.abc and base64 alone would double the collector's start-up; the
 # configuration is JSON read by gpudiag_node.jsoncodec (the json package would import re). ModuleSpec from
 # the import system already loaded, not from importlib.machinery (which imports importlib and warnings).
-import binascii, sys, zlib
+import binascii, marshal, sys, zlib
 try:
     from _frozen_importlib import ModuleSpec
+    from _frozen_importlib_external import MAGIC_NUMBER
 except ImportError:
     from importlib.machinery import ModuleSpec
+    MAGIC_NUMBER = None
 _SOURCES = %(sources)s
+# The modules compiled by the controller's interpreter: used only by the same bytecode format (the magic number
+# of .pyc files), where they spare the node compiling them (most of its cost); anywhere else, the sources.
+_CODE = %(code)s if MAGIC_NUMBER == %(magic)r else {}
 _CONFIG = %(config)s
 
 
@@ -49,10 +56,14 @@ class _BundleImporter(object):
         return None
 
     def exec_module(self, module):
-        if module.__name__ not in _SOURCES:
+        name = module.__name__
+        if name in _CODE:
+            code = marshal.loads(zlib.decompress(binascii.a2b_base64(_CODE[name])))
+        elif name in _SOURCES:
+            code = compile(zlib.decompress(binascii.a2b_base64(_SOURCES[name])), "<gpudiag:%%s>" %% name, "exec")
+        else:
             return
-        source = zlib.decompress(binascii.a2b_base64(_SOURCES[module.__name__]))
-        exec(compile(source, "<gpudiag:%%s>" %% module.__name__, "exec"), module.__dict__)
+        exec(code, module.__dict__)
 
 
 sys.meta_path.insert(0, _BundleImporter())
@@ -63,6 +74,19 @@ sys.exit(probe.main_with_config(jsoncodec.loads(_CONFIG)))
 
 def _blob(data: bytes) -> str:
     return base64.b64encode(zlib.compress(data, 9)).decode("ascii")
+
+
+@functools.lru_cache(maxsize=64)
+def _travelling(name: str, source: bytes) -> tuple[str, str | None]:
+    """A module as it travels: its source, and its code as this interpreter compiles it (marshal), or None where
+    this interpreter cannot compile it. Once per process and module text: a sweep builds many bundles."""
+    try:
+        # As the node's bootstrap compiles it (no __future__ flag of this module), without docstrings: 15% less
+        # to send, and nothing on the node reads a __doc__ or has an assert (tests/unit/collect/test_bundle.py).
+        code = compile(source, f"<gpudiag:{name}>", "exec", dont_inherit=True, optimize=2)
+    except SyntaxError:
+        return _blob(source), None
+    return _blob(source), _blob(marshal.dumps(code))
 
 
 def pynvml_source() -> bytes | None:
@@ -136,17 +160,24 @@ def nvml_binding() -> bytes | None:
     return data
 
 
-def bundle(config: Mapping[str, object], *, with_nvml: bool = True) -> bytes:
+def bundle(config: Mapping[str, object], *, with_nvml: bool = True, with_code: bool = True) -> bytes:
     """One ``python3 -`` script: the probe, its node-side modules (and pynvml) and ``config`` as data.
 
-    ``config`` travels as a JSON string inside the script, never through a shell.
+    ``config`` travels as a JSON string inside the script, never through a shell. ``with_code``: the modules'
+    code compiled here travels too, for a node whose python3 reads this interpreter's bytecode (a node of
+    another version compiles the sources, as without it).
     """
-    sources = {f"{NODE_PACKAGE}.{name}": _blob((NODE_DIR / f"{name}.py").read_bytes()) for name in NODE_MODULES}
+    modules = {f"{NODE_PACKAGE}.{name}": (NODE_DIR / f"{name}.py").read_bytes() for name in NODE_MODULES}
     nvml = nvml_binding() if with_nvml else None
     if nvml is not None:
-        sources["pynvml"] = _blob(nvml)
-    return (_BOOTSTRAP % {"sources": repr(sources), "config": repr(json.dumps(dict(config))),
-                          "package": NODE_PACKAGE}).encode()
+        modules["pynvml"] = nvml
+    sources, code = {}, {}
+    for name, source in modules.items():
+        sources[name], compiled = _travelling(name, source)
+        if compiled is not None and with_code:
+            code[name] = compiled
+    return (_BOOTSTRAP % {"sources": repr(sources), "code": repr(code), "magic": importlib.util.MAGIC_NUMBER,
+                          "config": repr(json.dumps(dict(config))), "package": NODE_PACKAGE}).encode()
 
 
 def fallback_source() -> str:

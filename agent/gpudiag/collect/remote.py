@@ -76,7 +76,8 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
                    logs: Sequence[Mapping[str, object]] = (), context: bool = False,
                    gpus: bool = True, topology_if: Mapping[str, float] | None = None,
                    stream: bool = False, idle_s: float | None = None,
-                   discover_logs: Mapping[str, object] | None = None, processes: bool = True) -> CollectorCall:
+                   discover_logs: Mapping[str, object] | None = None, processes: bool = True,
+                   with_code: bool = True) -> CollectorCall:
     """Build the remote command that collects ``samples`` readings ``interval_s`` apart.
 
     ``source``: see :class:`Source` (its value as a plain string is accepted too). ``logs``: log sources to scan
@@ -84,6 +85,7 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
     ``topology_if``: {"busy_pct", "low_power_pct"}: read the topology only when a GPU read busy at low power.
     ``stream``: the collector stays and answers one round per line on its stdin (gpudiag watch), and leaves
     when no line came for ``idle_s`` (a reset connection leaves its stdin open until TCP gives up, hours later).
+    ``with_code``: the modules' bytecode travels too, for a node with this interpreter's version (see bundle).
     All of it travels as data inside the bundle, never in the command line. The shell collector can do
     none of it: it says so in the document's problems when logs were asked for.
     """
@@ -115,7 +117,7 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
         config.update(stream=True, round_deadline_s=max(1.0, deadline_s))
         if idle_s is not None:
             config["idle_s"] = max(1.0, idle_s)
-    script = bundle(config, with_nvml=source is not Source.NVIDIA_SMI)
+    script = bundle(config, with_nvml=source is not Source.NVIDIA_SMI, with_code=with_code)
     # One-shot: `timeout` ends the whole remote process group at the deadline. Streaming: the collector
     # lives as long as the connection and bounds each round itself; only the shell fallback gets `timeout`.
     wrapper = [] if stream else ["timeout", "-k", str(KILL_AFTER_S), deadline]
