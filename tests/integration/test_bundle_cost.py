@@ -14,34 +14,33 @@ import subprocess
 import sys
 
 from gpudiag.collect.bundle import bundle
+from gpudiag.collect.remote import loader
 
-# Counts compile() calls past the loader's own, then imports what the NVML path imports (the binding cut, the
-# reader and the node context: NVML itself cannot load here) and lists every module loaded.
+# Runs the loader with compile() counting (past the loader's own, of the bundle's code), then imports what the
+# NVML path imports (the binding cut, the reader and the node context: NVML itself cannot load here) and lists
+# every module loaded.
 DRIVER = """
 import builtins, sys
 real, compiled = builtins.compile, []
 def counting(source, name, *args, **kwargs):
     compiled.append(name)
     return real(source, name, *args, **kwargs)
-script = sys.stdin.buffer.read()
-code = real(script, "<gpudiag>", "exec")
 builtins.compile = counting
-scope = {"__name__": "__main__"}
 try:
-    exec(code, scope)
+    exec(sys.argv[1])  # the loader a node runs, reading the bundle from stdin
 except SystemExit:
     pass
 import pynvml
 from gpudiag_node import context, gpm, nvml
-sys.stderr.write(repr((compiled, sorted(sys.modules))))
+sys.stderr.write(repr(([n for n in compiled if n != "<gpudiag>"], sorted(sys.modules))))
 """
 HEAVY = {"json", "re", "enum", "subprocess", "threading", "functools", "collections", "string", "shutil",
          "ctypes.util", "signal", "selectors", "importlib.util", "warnings"}
 
 
 def _run(script: bytes) -> tuple[dict[str, object], list[str], set[str]]:
-    done = subprocess.run([sys.executable, "-I", "-S", "-c", DRIVER], input=script, capture_output=True, timeout=60,
-                          env={"PATH": "/nonexistent", "LC_ALL": "C"})
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", DRIVER, loader(script, watched=False)], input=script,
+                          capture_output=True, timeout=60, env={"PATH": "/nonexistent", "LC_ALL": "C"})
     assert done.returncode == 0, done.stderr
     compiled, modules = eval(done.stderr.decode())  # noqa: S307 - our own driver's repr of two lists
     return json.loads(done.stdout), compiled, set(modules)

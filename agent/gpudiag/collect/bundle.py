@@ -39,37 +39,54 @@ try:
 except ImportError:
     from importlib.machinery import ModuleSpec
     MAGIC_NUMBER = None
-_SOURCES = %(sources)s
-# The modules compiled by the controller's interpreter: used only by the same bytecode format (the magic number
-# of .pyc files), where they spare the node compiling them (most of its cost); anywhere else, the sources.
-_CODE = %(code)s if MAGIC_NUMBER == %(magic)r else {}
 _CONFIG = %(config)s
 
 
 class _BundleImporter(object):
+    """The modules of the payload: a line per module and form, "NAME s|c BASE64": its source (s) and its code
+    as the controller's interpreter compiled it (c; marshal), used only by the same bytecode format (the
+    magic number of .pyc files), where it spares the node compiling the module (most of its cost)."""
+
+    def __init__(self, payload):
+        self.sources, self.code = {}, {}
+        for line in payload.split(b"\\n"):
+            if line:
+                name, form, blob = line.split(b" ", 2)
+                (self.code if form == b"c" else self.sources)[name.decode("ascii")] = blob
+        if MAGIC_NUMBER != %(magic)r:
+            self.code = {}
+
     def find_spec(self, name, path=None, target=None):
         if name == "%(package)s":  # the package itself: empty, a parent for the relative imports
             return ModuleSpec(name, self, is_package=True)
-        return ModuleSpec(name, self) if name in _SOURCES else None
+        return ModuleSpec(name, self) if name in self.sources else None
 
     def create_module(self, spec):
         return None
 
     def exec_module(self, module):
         name = module.__name__
-        if name in _CODE:
-            code = marshal.loads(zlib.decompress(binascii.a2b_base64(_CODE[name])))
-        elif name in _SOURCES:
-            code = compile(zlib.decompress(binascii.a2b_base64(_SOURCES[name])), "<gpudiag:%%s>" %% name, "exec")
+        if name in self.code:
+            code = marshal.loads(zlib.decompress(binascii.a2b_base64(self.code[name])))
+        elif name in self.sources:
+            source = zlib.decompress(binascii.a2b_base64(self.sources[name]))
+            code = compile(source, "<gpudiag:%%s>" %% name, "exec")
         else:
             return
         exec(code, module.__dict__)
 
 
-sys.meta_path.insert(0, _BundleImporter())
-from %(package)s import jsoncodec, probe
-sys.exit(probe.main_with_config(jsoncodec.loads(_CONFIG)))
-'''
+def _main(payload):
+    sys.meta_path.insert(0, _BundleImporter(payload))
+    from %(package)s import jsoncodec, probe
+    sys.exit(probe.main_with_config(jsoncodec.loads(_CONFIG)))
+
+
+# The payload, last: the loader (gpudiag.collect.remote) compiles only what is above and hands _main these bytes
+# (tokenizing 170 KB of literal costs a node 2-5 ms); `python3 -` compiles the whole and runs this line.
+%(call)s%(payload)s%(end)s'''
+PAYLOAD_CALL = "_main(b'''"
+PAYLOAD_END = "''')\n"
 
 
 def _blob(data: bytes) -> str:
@@ -165,19 +182,28 @@ def bundle(config: Mapping[str, object], *, with_nvml: bool = True, with_code: b
 
     ``config`` travels as a JSON string inside the script, never through a shell. ``with_code``: the modules'
     code compiled here travels too, for a node whose python3 reads this interpreter's bytecode (a node of
-    another version compiles the sources, as without it).
+    another version compiles the sources, as without it). :func:`payload_span` says where the modules are.
     """
     modules = {f"{NODE_PACKAGE}.{name}": (NODE_DIR / f"{name}.py").read_bytes() for name in NODE_MODULES}
     nvml = nvml_binding() if with_nvml else None
     if nvml is not None:
         modules["pynvml"] = nvml
-    sources, code = {}, {}
+    lines = []
     for name, source in modules.items():
-        sources[name], compiled = _travelling(name, source)
-        if compiled is not None and with_code:
-            code[name] = compiled
-    return (_BOOTSTRAP % {"sources": repr(sources), "code": repr(code), "magic": importlib.util.MAGIC_NUMBER,
-                          "config": repr(json.dumps(dict(config))), "package": NODE_PACKAGE}).encode()
+        source_blob, code_blob = _travelling(name, source)
+        lines.append(f"{name} s {source_blob}")
+        if code_blob is not None and with_code:
+            lines.append(f"{name} c {code_blob}")
+    return (_BOOTSTRAP % {"magic": importlib.util.MAGIC_NUMBER, "config": repr(json.dumps(dict(config))),
+                          "package": NODE_PACKAGE, "call": PAYLOAD_CALL, "payload": "\n".join(lines),
+                          "end": PAYLOAD_END}).encode()
+
+
+def payload_span(script: bytes) -> tuple[int, int, int]:
+    """(end of the code, start and end of the payload) in a :func:`bundle`: the code is ``script[:code_end]``;
+    ``_main(script[start:end])`` runs it as ``python3 -`` running the whole script would."""
+    code_end = script.rindex(PAYLOAD_CALL.encode())
+    return code_end, code_end + len(PAYLOAD_CALL), len(script) - len(PAYLOAD_END)
 
 
 def fallback_source() -> str:

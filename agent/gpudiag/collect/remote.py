@@ -16,7 +16,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gpudiag.collect.bundle import bundle, fallback_source
+from gpudiag.collect.bundle import bundle, fallback_source, payload_span
 from gpudiag.model.choices import Source
 from gpudiag_node.readings import smi_fields
 
@@ -39,7 +39,10 @@ _DISPATCH = (
     'exec 3<&0 </dev/null; (cat <&3 >/dev/null; kill -9 0) >/dev/null 2>&1 & '
     'exec sh -c "$script" gpudiag "$@" 3<&-'
 )
-_LOADER = "import sys;exec(compile(sys.stdin.buffer.read(%d),'<gpudiag>','exec'))"
+# Reads exactly the bundle, compiles its code and hands its payload (the modules) to it uncompiled
+# (gpudiag.collect.bundle.payload_span): a `python3 -` of the whole bundle does the same, less fast.
+_RUN = "g={'__name__':'__main__'};exec(compile(b[:%(code)d],'<gpudiag>','exec'),g);g['_main'](b[%(start)d:%(end)d])"
+_LOADER = "import sys;b=sys.stdin.buffer.read(%(size)d);" + _RUN
 # One-shot: the same, and a thread that reads stdin to its end and then SIGKILLs the process group. The client
 # keeps stdin open until the command ends, so its end means the channel closed (a cancelled sweep, a cut, a
 # dropped connection, a killed gpudiag): sshd closes the command's stdin then, but sends no signal to a session
@@ -48,9 +51,16 @@ _LOADER = "import sys;exec(compile(sys.stdin.buffer.read(%d),'<gpudiag>','exec')
 # log scan, `timeout` itself; never anything outside the command. Works with every OpenSSH, unlike the
 # protocol's "signal" request (sshd >= 8.1 only). The thread is a plain _thread one (what threading's daemon
 # threads are underneath): the threading module would cost a collector that needs no other thread 2-4 ms.
-_WATCHED_LOADER = ("import os,sys,_thread;b=sys.stdin.buffer.read(%d);_thread.start_new_thread(lambda:"
-                   "(all(iter(lambda:os.read(0,65536),b'')),os.killpg(0,9)),());"
-                   "exec(compile(b,'<gpudiag>','exec'))")
+_WATCHED_LOADER = ("import os,sys,_thread;b=sys.stdin.buffer.read(%(size)d);_thread.start_new_thread(lambda:"
+                   "(all(iter(lambda:os.read(0,65536),b'')),os.killpg(0,9)),());" + _RUN)
+
+
+def loader(script: bytes, *, watched: bool) -> str:
+    """The ``python3 -c`` program that runs ``script`` (a bundle) from stdin; ``watched``: and ends the process
+    group when stdin ends (a one-shot collector)."""
+    code, start, end = payload_span(script)
+    return (_WATCHED_LOADER if watched else _LOADER) % {"size": len(script), "code": code, "start": start,
+                                                         "end": end}
 
 
 def call_bound_s(deadline_s: float, samples: int, interval_s: float) -> float:
@@ -121,9 +131,8 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
     # One-shot: `timeout` ends the whole remote process group at the deadline. Streaming: the collector
     # lives as long as the connection and bounds each round itself; only the shell fallback gets `timeout`.
     wrapper = [] if stream else ["timeout", "-k", str(KILL_AFTER_S), deadline]
-    loader = _LOADER if stream else _WATCHED_LOADER
-    args = [loader % len(script), deadline if stream else "", fallback_source(), str(samples), f"{interval_s:g}",
-            f"@bound={bound:g}", *notes, *fields]
+    args = [loader(script, watched=not stream), deadline if stream else "", fallback_source(), str(samples),
+            f"{interval_s:g}", f"@bound={bound:g}", *notes, *fields]
     command = " ".join([*wrapper, "sh", "-c", shlex.quote(_DISPATCH), "gpudiag", *(shlex.quote(a) for a in args)])
     # A streaming collector answers one round per line: the first line rides along with the bundle, so a
     # transport that runs it once (and closes stdin) gets one document, as from a one-shot collector.

@@ -6,42 +6,52 @@ import ast
 import binascii
 import importlib.util
 import marshal
-import re
 import types
 import zlib
 
-from gpudiag.collect.bundle import NODE_DIR, NODE_MODULES, bundle, nvml_binding
+from gpudiag.collect.bundle import NODE_DIR, NODE_MODULES, bundle, nvml_binding, payload_span
 
 
-def _literal(script: bytes, name: str) -> object:
-    match = re.search(rb"^%s = (\{.*?\})" % name.encode(), script, re.M)
-    assert match is not None, name
-    return ast.literal_eval(match.group(1).decode())
-
-
-def _unpack(blob: str) -> bytes:
-    return zlib.decompress(binascii.a2b_base64(blob))
+def _payload(script: bytes) -> dict[tuple[str, str], bytes]:
+    """{(module, "s" or "c"): its source or its marshalled code}, from the payload at the end of the bundle."""
+    _, start, end = payload_span(script)
+    found = {}
+    for line in script[start:end].decode().splitlines():
+        name, form, blob = line.split(" ", 2)
+        found[name, form] = zlib.decompress(binascii.a2b_base64(blob))
+    return found
 
 
 def test_each_module_travels_as_source_and_as_this_interpreters_code() -> None:
     script = bundle({"samples": 1})
-    sources, code = _literal(script, "_SOURCES"), _literal(script, "_CODE")
-    assert isinstance(sources, dict) and isinstance(code, dict)
-    assert set(code) == set(sources) == {f"gpudiag_node.{n}" for n in NODE_MODULES} | {"pynvml"}
+    payload = _payload(script)
+    modules = {f"gpudiag_node.{n}" for n in NODE_MODULES} | {"pynvml"}
+    assert set(payload) == {(m, form) for m in modules for form in "sc"}
     # used only where the node's bytecode format is this one
-    assert f"if MAGIC_NUMBER == {importlib.util.MAGIC_NUMBER!r} else {{}}".encode() in script
-    probe = marshal.loads(_unpack(code["gpudiag_node.probe"]))
+    assert f"if MAGIC_NUMBER != {importlib.util.MAGIC_NUMBER!r}:".encode() in script
+    probe = marshal.loads(payload["gpudiag_node.probe", "c"])
     assert isinstance(probe, types.CodeType) and probe.co_filename == "<gpudiag:gpudiag_node.probe>"
-    assert _unpack(sources["gpudiag_node.probe"]) == (NODE_DIR / "probe.py").read_bytes()
+    assert payload["gpudiag_node.probe", "s"] == (NODE_DIR / "probe.py").read_bytes()
 
 
 def test_without_code_only_the_sources_travel() -> None:
-    assert _literal(bundle({"samples": 1}, with_code=False), "_CODE") == {}
+    assert {form for _, form in _payload(bundle({"samples": 1}, with_code=False))} == {"s"}
+
+
+def test_the_payload_is_what_the_literal_of_the_whole_script_holds() -> None:
+    """The loader hands _main the payload's raw bytes; ``python3 -`` compiles the literal: the same bytes."""
+    script = bundle({"samples": 1})
+    code_end, start, end = payload_span(script)
+    call = ast.parse(script[code_end:]).body[0]
+    assert isinstance(call, ast.Expr) and isinstance(call.value, ast.Call)
+    literal = call.value.args[0]
+    assert isinstance(literal, ast.Constant) and literal.value == script[start:end]
+    compile(script[:code_end], "<gpudiag>", "exec")  # the code alone compiles
 
 
 def test_the_code_is_compiled_as_the_node_compiles_the_source() -> None:
     """No __future__ flag of the controller's modules leaks into the node's code (bundle.py has annotations)."""
-    code = marshal.loads(_unpack(_literal(bundle({"samples": 1}), "_CODE")["gpudiag_node.probe"]))  # type: ignore[index]
+    code = marshal.loads(_payload(bundle({"samples": 1}))["gpudiag_node.probe", "c"])
     assert not code.co_flags & 0x1000000  # CO_FUTURE_ANNOTATIONS
 
 
