@@ -38,7 +38,7 @@ def mark(name):
 script = sys.stdin.buffer.read()
 code_end, start, end = map(int, sys.argv[1:4])
 scope = {"__name__": "bundle"}
-exec(compile(script[:code_end], "<gpudiag>", "exec"), scope); mark("the bundle's code (compile, run)")
+exec(script[:code_end], scope); mark("the bundle's code (compile, run)")
 sys.meta_path.insert(0, scope["_BundleImporter"](script[start:end])); mark("the payload's index")
 import os; mark("import os")
 from gpudiag_node import jsoncodec; mark("gpudiag_node.jsoncodec (_json)")

@@ -3,7 +3,7 @@
 # one nvidia-smi query (targets: collector <= 2x, a watch round <= 1.2x), on the idle GPU and while
 # `bench/gpu_workloads.py spin` runs (a process on the GPU: processes, /proc and GPM are read too), and
 # where the collector's own CPU goes (bench/collector_phases.py, with this interpreter's bytecode and as a
-# node with another python3 compiles it).
+# node with another python3 compiles it; bench/nvml_call_cost.py: what NVML itself costs per call).
 #   run (carry .dev .whl): bash bench/device_collector_cost.sh   -> $OUT/*.txt and the same on stdout
 set -uo pipefail
 OUT=${OUT:-$(mktemp -d)}
@@ -20,6 +20,7 @@ run() {  # run NAME COMMAND...: its output to $OUT/NAME.txt and stdout
 } > "$OUT/node.txt" 2>&1; cat "$OUT/node.txt"
 
 run node_cost_idle python3 bench/node_cost.py --runs 15
+run nvml_call_cost $V bench/nvml_call_cost.py --rounds 20  # NVML's own floor, and with NO_ATTACH
 run phases_idle python3 bench/collector_phases.py --runs 30
 run phases_idle_another_python python3 bench/collector_phases.py --runs 15 --another-python
 
