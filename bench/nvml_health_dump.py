@@ -1,6 +1,9 @@
 """Every NVML reading the health-breadth issue (20) asks for, raw, from the python3 that has nvidia-ml-py.
 
-    python3 bench/nvml_health_dump.py > nvml_health.json
+    python3 bench/nvml_health_dump.py [SECTION ...] > nvml_health.json
+
+SECTION: memory, fields, nvlink, fabric, config, reasons, processes (default: all, each in a child process, so
+a binding call that crashes the interpreter, as the fabric call did once, loses only its own section).
 
 Per device: remapped rows, retired pages and their pending status, ECC mode and the volatile and aggregate
 counts, memory temperature, the driver's recovery action, every NVLink's state and error counters (twice,
@@ -81,10 +84,8 @@ def fabric(handle):
     return out
 
 
-def device(i):
-    h = nv.nvmlDeviceGetHandleByIndex(i)
-    d = {"index": i, "name": attempt(nv.nvmlDeviceGetName, h)}
-    d["remapped_rows"] = attempt(nv.nvmlDeviceGetRemappedRows, h)
+def memory(h):
+    d = {"remapped_rows": attempt(nv.nvmlDeviceGetRemappedRows, h)}
     for cause in ("NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS",
                   "NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR"):
         d["retired_pages_" + cause] = attempt(nv.nvmlDeviceGetRetiredPages, h, const(cause))
@@ -93,17 +94,32 @@ def device(i):
     for kind in ("NVML_MEMORY_ERROR_TYPE_CORRECTED", "NVML_MEMORY_ERROR_TYPE_UNCORRECTED"):
         for counter in ("NVML_VOLATILE_ECC", "NVML_AGGREGATE_ECC"):
             d["ecc_%s_%s" % (kind, counter)] = attempt(nv.nvmlDeviceGetTotalEccErrors, h, const(kind), const(counter))
+    return d
+
+
+def fields(h):
+    d = {}
     for name in ("NVML_FI_DEV_MEMORY_TEMP", "NVML_FI_DEV_GET_GPU_RECOVERY_ACTION", "NVML_FI_DEV_NVLINK_LINK_COUNT",
                  "NVML_FI_DEV_ECC_CURRENT", "NVML_FI_DEV_ECC_PENDING", "NVML_FI_DEV_REMAPPED_COR",
                  "NVML_FI_DEV_REMAPPED_UNC", "NVML_FI_DEV_REMAPPED_PENDING", "NVML_FI_DEV_REMAPPED_FAILURE",
                  "NVML_FI_DEV_RETIRED_SBE", "NVML_FI_DEV_RETIRED_DBE", "NVML_FI_DEV_RETIRED_PENDING",
                  "NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
-                 "NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "NVML_FI_DEV_PERSISTENCE_MODE"):
+                 "NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "NVML_FI_DEV_PERSISTENCE_MODE",
+                 "NVML_FI_DEV_POWER_INSTANT"):
         d[name] = field(h, name)
     d["temperature_memory_threshold"] = attempt(nv.nvmlDeviceGetTemperatureThreshold, h,
                                                 const("NVML_TEMPERATURE_THRESHOLD_MEM_MAX") or 5)
-    d["nvlink_first"] = links(h)
-    d["fabric"] = fabric(h)
+    return d
+
+
+def nvlink(h):
+    first = links(h)
+    time.sleep(1)
+    return {"nvlink_first": first, "nvlink_second": links(h)}
+
+
+def config(h):
+    d = {"name": attempt(nv.nvmlDeviceGetName, h)}
     d["persistence_mode"] = attempt(nv.nvmlDeviceGetPersistenceMode, h)
     d["compute_mode"] = attempt(nv.nvmlDeviceGetComputeMode, h)
     d["mig_mode"] = attempt(nv.nvmlDeviceGetMigMode, h)
@@ -111,35 +127,55 @@ def device(i):
     d["inforom_image"] = attempt(nv.nvmlDeviceGetInforomImageVersion, h)
     for obj in ("NVML_INFOROM_OEM", "NVML_INFOROM_ECC", "NVML_INFOROM_POWER"):
         d["inforom_" + obj] = attempt(nv.nvmlDeviceGetInforomVersion, h, const(obj))
-    reasons = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons
+    d["board_part"] = attempt(nv.nvmlDeviceGetBoardPartNumber, h)
+    for name in ("nvmlDeviceGetGspFirmwareVersion", "nvmlDeviceGetGspFirmwareMode"):
+        if hasattr(nv, name):
+            d[name] = attempt(getattr(nv, name), h)
+    return d
+
+
+def reasons(h):
+    current = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons
     supported = (getattr(nv, "nvmlDeviceGetSupportedClocksEventReasons", None)
                  or nv.nvmlDeviceGetSupportedClocksThrottleReasons)
-    d["clock_event_reasons"] = attempt(reasons, h)
-    d["clock_event_reasons_supported"] = attempt(supported, h)
-    d["reason_constants"] = {n: getattr(nv, n) for n in dir(nv)
-                             if n.startswith(("nvmlClocksEventReason", "nvmlClocksThrottleReason"))}
-    d["process_utilization"] = attempt(nv.nvmlDeviceGetProcessUtilization, h, 0)
-    d["compute_processes"] = attempt(nv.nvmlDeviceGetComputeRunningProcesses, h)
-    d["board_part"] = attempt(nv.nvmlDeviceGetBoardPartNumber, h)
-    d["gsp_firmware"] = attempt(nv.nvmlDeviceGetGspFirmwareVersion, h) if hasattr(nv, "nvmlDeviceGetGspFirmwareVersion") else None
-    d["gsp_mode"] = attempt(nv.nvmlDeviceGetGspFirmwareMode, h) if hasattr(nv, "nvmlDeviceGetGspFirmwareMode") else None
-    return d, h
+    return {"clock_event_reasons": attempt(current, h), "clock_event_reasons_supported": attempt(supported, h),
+            "reason_constants": {n: getattr(nv, n) for n in dir(nv)
+                                 if n.startswith(("nvmlClocksEventReason", "nvmlClocksThrottleReason"))}}
+
+
+def processes(h):
+    return {"process_utilization": attempt(nv.nvmlDeviceGetProcessUtilization, h, 0),
+            "compute_processes": attempt(nv.nvmlDeviceGetComputeRunningProcesses, h)}
+
+
+SECTIONS = {"memory": memory, "fields": fields, "nvlink": nvlink, "fabric": fabric, "config": config,
+            "reasons": reasons, "processes": processes}
+
+
+def section(name):
+    nv.nvmlInit()
+    doc = {"section": name, "driver": attempt(nv.nvmlSystemGetDriverVersion),
+           "nvml": attempt(nv.nvmlSystemGetNVMLVersion), "cuda": attempt(nv.nvmlSystemGetCudaDriverVersion),
+           "devices": []}
+    for i in range(nv.nvmlDeviceGetCount()):
+        doc["devices"].append(dict(index=i, **SECTIONS[name](nv.nvmlDeviceGetHandleByIndex(i))))
+    return doc
 
 
 def main():
-    nv.nvmlInit()
-    doc = {"driver": attempt(nv.nvmlSystemGetDriverVersion), "nvml": attempt(nv.nvmlSystemGetNVMLVersion),
-           "cuda": attempt(nv.nvmlSystemGetCudaDriverVersion), "binding": getattr(nv, "__version__", None),
-           "devices": []}
-    handles = []
-    for i in range(nv.nvmlDeviceGetCount()):
-        d, h = device(i)
-        doc["devices"].append(d)
-        handles.append(h)
-    time.sleep(1)
-    for d, h in zip(doc["devices"], handles):
-        d["nvlink_second"] = links(h)
-    json.dump(doc, sys.stdout, indent=1)
+    names = sys.argv[1:]
+    if len(names) == 1:
+        json.dump(section(names[0]), sys.stdout, indent=1)
+        return
+    import subprocess
+    out = {}
+    for name in names or SECTIONS:
+        child = subprocess.run([sys.executable, __file__, name], capture_output=True, text=True, timeout=60)
+        try:
+            out[name] = json.loads(child.stdout)
+        except ValueError:
+            out[name] = {"error": "exit %d" % child.returncode, "stderr": child.stderr[-2000:]}
+    json.dump(out, sys.stdout, indent=1)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ NVML reference: https://docs.nvidia.com/deploy/nvml-api/ (nvmlDevice* queries).
 
 import time
 
-from . import gpm, readings
+from . import gpm, links, readings
 
 
 class NvmlUnavailable(Exception):
@@ -75,6 +75,35 @@ class _Reader(object):
         kind = value.valueType
         return getattr(value.value, union[kind]) if 0 <= kind < len(union) else None
 
+    def struct(self, name, handle):
+        """A getter of ``readings.STRUCT_GETTERS``: the struct it fills, in the newest version the driver
+        takes; None when not applicable (a GPU that needs no fabric)."""
+        fn = getattr(self.nv, name, None) if hasattr(self.nv, "byref") else None  # pynvml's ctypes byref
+        mismatch = getattr(self.nv, "NVMLError_ArgumentVersionMismatch", None)
+        if fn is None:
+            return None
+        for cls_name, version in readings.STRUCT_GETTERS[name]:
+            cls = getattr(self.nv, cls_name, None)
+            if cls is None or (version is not None and not hasattr(self.nv, version)):
+                continue
+            filled = cls()
+            if version is not None:
+                filled.version = getattr(self.nv, version)
+            try:
+                # By reference: the C function fills the struct it points to. Passing none (or the struct by
+                # value) crashes the interpreter with SIGSEGV on driver 580 (captured on the H200).
+                fn(handle, self.nv.byref(filled))
+            except self.lost:
+                raise
+            except self.not_applicable:
+                return None
+            except self.error as exc:
+                if mismatch is not None and isinstance(exc, mismatch):
+                    continue  # a driver older than this struct: try the previous version
+                raise _Failed("%s: %s" % (type(exc).__name__, exc)) from exc
+            return _Fabric(filled)
+        return None
+
     def read(self, handle, reading, cache):
         """The reading's value in its unit, or None; ``cache`` holds this device's results of this round, so a
         getter two readings share (utilization, memory info) is called once."""
@@ -86,8 +115,12 @@ class _Reader(object):
                 try:
                     if getter == "nvmlDeviceGetFieldValues":
                         cache[key] = (self.field(handle, args[0]), None)
-                    else:
+                    elif getter in readings.STRUCT_GETTERS:
+                        cache[key] = (self.struct(getter, handle), None)
+                    elif all(hasattr(self.nv, a) for a in args):
                         cache[key] = (self.call(getter, handle, *[getattr(self.nv, a) for a in args]), None)
+                    else:  # a binding older than the constant: not reported, never a crash
+                        cache[key] = (None, None)
                 except _Failed as exc:
                     cache[key] = (None, str(exc))
             result, error = cache[key]
@@ -95,14 +128,32 @@ class _Reader(object):
                 raise _Failed(error)
             if result is not None:
                 break
-        if result is not None and attribute is not None:
+        if result is not None and isinstance(attribute, int):
+            result = result[attribute] if len(result) > attribute else None
+        elif result is not None and attribute is not None:
             result = getattr(result, attribute, None)
         return _convert(reading, result)
+
+
+class _Fabric(object):
+    """A filled nvmlGpuFabricInfo struct, with its status in words: valid only once the state is completed
+    (nvml.h), "Success" for NVML_SUCCESS."""
+
+    def __init__(self, filled):
+        self.state = filled.state
+        self.healthSummary = getattr(filled, "healthSummary", None)
+        completed = filled.state == 3  # NVML_GPU_FABRIC_STATE_COMPLETED
+        self.status_text = None if not completed else "Success" if filled.status == 0 else \
+            "NVML error %d" % filled.status
 
 
 def _convert(reading, value):
     if value is None:
         return None
+    if reading.kind == "enum":
+        return readings.enum_name(reading.name, int(value))
+    if reading.kind == "flag":
+        return 1 if value else 0
     if reading.kind == "text":
         return _text(value)
     if reading.kind == "cc":
@@ -252,6 +303,7 @@ def collect(pynvml, samples, interval_s, watcher=None):
                 out["gpus"].append({"index": index, "lost": True, "error": str(exc)})
         watch = _Watch(r, handles, watcher)
         watch.start(handles)
+        nvlink_end = links.nvml_window(r, handles)  # the links' counters now, and again at the end
         start_energy = {}
         # One sample has no window to average over (and the counter reads cost an H200 4 ms each).
         for index, handle in list(handles.items()) if samples > 1 else ():
@@ -281,6 +333,9 @@ def collect(pynvml, samples, interval_s, watcher=None):
             if begin is not None and end is not None and end[0] > begin[0]:
                 out["energy"].append({"index": index, "window_s": round(end[0] - begin[0], 3),
                                       "energy_mj": end[1] - begin[1]})
+        nvlink = nvlink_end(handles)
+        if nvlink:
+            out["nvlink"] = nvlink
         watch.finish(handles, out)
         return out
     finally:

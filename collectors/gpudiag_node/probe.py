@@ -22,12 +22,13 @@ import os
 import sys
 import time
 
-from . import jsoncodec, proc, readings
+from . import jsoncodec, links, proc, readings
 
 SCHEMA = "gpudiag.probe/2"  # 2: NVML rows keyed by the readings' names (readings.py)
 
 # Reading name -> the --query-gpu names that mean it, newest spelling first (from the table of readings).
 FIELDS = readings.smi_fields()
+ONCE = frozenset(r.name for r in readings.ONCE)
 
 # Where nvidia-smi lives when a non-interactive SSH session's PATH is minimal.
 EXTRA_SMI_DIRS = ("/usr/bin", "/usr/local/bin", "/usr/local/nvidia/bin", "/usr/lib/wsl/lib", "/opt/nvidia/bin")
@@ -165,7 +166,14 @@ def collect(samples, interval_s, call_timeout_s, doc=None, watcher=None):
         query = _query(smi, chosen)
         first = None
     doc["fields"] = [[logical, name] for logical, name in chosen]
+    # The readings read once (health, configuration) are asked for in the first call only: the later calls
+    # of the window ask for the rest ("later_fields"), so each costs what it did before them.
+    later = [(logical, name) for logical, name in chosen if logical not in ONCE]
+    later_query = _query(smi, later)
+    if len(later) < len(chosen):
+        doc["later_fields"] = [[logical, name] for logical, name in later]
     cuda = None
+    nvlink_start, has_links = None, False
     start = time.monotonic()
     for i in range(samples):
         due = start + i * interval_s
@@ -173,12 +181,18 @@ def collect(samples, interval_s, call_timeout_s, doc=None, watcher=None):
         if delay > 0:
             time.sleep(delay)
         t = time.monotonic() - start
-        code, out, err = first if (i == 0 and first is not None) else proc.run(query, call_timeout_s)
+        code, out, err = first if (i == 0 and first is not None) else proc.run(query if i == 0 else later_query,
+                                                                               call_timeout_s)
         doc["samples"].append({"t_s": round(t, 3), "exit": code, "stdout": out, "stderr": err})
         if code in (6, 9, 12, 127, proc.TIMED_OUT):
             # no devices / no driver / no NVML: asking again says nothing new (nor would the header); a hung
             # call (recorded in proc.HUNG) would hang again and cost the rest of the deadline.
             break
+        if i == 0 and code == 0 and _nvlink_fabric(doc):
+            # NVLink through nvidia-smi costs a call (~25 ms of CPU, a fifth of the collector), paid only on
+            # the NVLink-fabric nodes (NVSwitches, or a GPU that reports a fabric state: HGX, GB200). NVML, the
+            # usual path, reads the links of every node for next to nothing.
+            nvlink_start, has_links = links.smi_start(smi, call_timeout_s)
         if i == 0 and watcher is not None and code == 0:
             found = smi_processes(smi, doc, call_timeout_s)
             doc["processes_from"] = "nvidia-smi"
@@ -191,7 +205,20 @@ def collect(samples, interval_s, call_timeout_s, doc=None, watcher=None):
             cuda = _in_thread(doc, lambda found=driver: _set_cuda_version(doc, smi, found, call_timeout_s))
     if cuda is not None:
         cuda.join()
+    if nvlink_start is not None and has_links:  # only a node whose GPUs list links pays the end's calls
+        doc["nvlink_smi"] = links.smi_end(smi, nvlink_start, call_timeout_s)
     return doc
+
+
+# The fabric states of a GPU that sits on an NVLink fabric (not "not_supported", nor nvidia-smi's N/A).
+_ON_FABRIC = frozenset(readings.ENUMS["fabric_state"][1:])
+
+
+def _nvlink_fabric(doc):
+    """Whether the node's GPUs sit on an NVLink fabric: NVSwitches found, or a GPU reporting a fabric state."""
+    if doc.get("fabric_manager"):
+        return True
+    return any(readings.enum_from_words(str(row.get("fabric_state") or "")) in _ON_FABRIC for row in _rows_read(doc))
 
 
 def _set_cuda_version(doc, smi, driver_version, timeout_s):
@@ -394,10 +421,12 @@ def _processes_module():
 class _Watcher(object):
     """processes.Watcher, imported only when a GPU has processes: an idle node pays nothing for it."""
 
-    def __init__(self, doc):
+    def __init__(self, doc, nccl_ras=True):
         self.doc = doc
         self.watcher = None
         self.t0 = None
+        self.nccl_ras = nccl_ras
+        self.ras = None  # (thread, result list, when it started)
 
     def start(self, per_gpu):
         try:
@@ -406,9 +435,33 @@ class _Watcher(object):
             self.t0 = self.watcher.t0
         except Exception as exc:  # who is on the GPU enriches the verdict; it must not cost the readings
             self.doc["problems"].append("processes: %s: %s" % (type(exc).__name__, exc))
+        if self.nccl_ras and per_gpu:
+            self._start_ras(per_gpu)
+
+    def _start_ras(self, per_gpu):
+        """Ask the node's NCCL job (if any) for its RAS status, beside the sampling window: one connection per
+        node, whatever the number of processes (collectors/gpudiag_node/nccl_ras.py)."""
+        pids = []
+        for index in sorted(per_gpu):
+            for p in per_gpu[index]:
+                if p.get("pid") not in pids:
+                    pids.append(p.get("pid"))
+        from . import nccl_ras
+        found = []
+        ras_thread = _in_thread(self.doc, lambda: found.append(
+            nccl_ras.collect(pids, _processes_module().proc_root())))
+        self.ras = (ras_thread, found, time.monotonic(), nccl_ras.DEADLINE_S)
 
     def finish(self):
         return self.watcher.finish()
+
+    def finish_ras(self):
+        """The RAS answer, waited for at most its own deadline (and a half second) from when it started."""
+        if self.ras is None:
+            return None
+        ras_thread, found, started, deadline_s = self.ras
+        ras_thread.join(max(0.0, started + deadline_s + 0.5 - time.monotonic()))
+        return found[0] if found else {"asked": True, "error": "no answer within the deadline"}
 
 
 def scan_server_logs(doc, discover, call_timeout_s, started, processes=None):
@@ -458,11 +511,12 @@ def _rows_read(doc):
                 yield merged
         return
     names = [logical for logical, _ in doc.get("fields", [])]
-    for sample in doc.get("samples", []):
+    later = [logical for logical, _ in doc.get("later_fields", [])] or names
+    for i, sample in enumerate(doc.get("samples", [])):
         for line in sample.get("stdout", "").splitlines():
             cells = [c.strip() for c in line.split(",")]
-            if len(cells) == len(names):
-                yield dict(zip(names, cells))
+            if len(cells) == len(names if i == 0 else later):
+                yield dict(zip(names if i == 0 else later, cells))
 
 
 def looks_starved(doc, busy_pct, low_power_pct):
@@ -499,13 +553,20 @@ def collect_round(config, kept):
         doc["context"] = dict(kept["context"])
     elif config.get("context"):
         extras.append(_in_thread(doc, lambda: collect_context(doc, call_timeout_s, with_topology=gate is None)))
-    watcher = _Watcher(doc) if config.get("gpus", True) and config.get("processes", True) else None
+    watcher = _Watcher(doc, config.get("nccl_ras", True)) if config.get("gpus", True) \
+        and config.get("processes", True) else None
+    fabric_manager = links.fabric_manager() if config.get("gpus", True) else None
+    if fabric_manager is not None:
+        doc["fabric_manager"] = fabric_manager
     if not config.get("gpus", True):
         doc["nvidia_smi"] = {"path": None, "status": "skipped"}
     elif source == "nvidia-smi" or not _nvml_bounded(doc, samples, interval_s, call_timeout_s, watcher):
         collect(samples, interval_s, call_timeout_s, doc, watcher)
     if watcher is not None and watcher.t0 is not None:
         doc["processes"] = watcher.finish()
+    ras = watcher.finish_ras() if watcher is not None else None
+    if ras is not None:
+        doc["nccl_ras"] = ras
     for thread in extras:
         if thread is not None:
             thread.join()

@@ -14,6 +14,7 @@ import pytest
 
 from gpudiag.checks import CheckSettings
 from gpudiag.model import HostReport, SweepReport
+from gpudiag.model.culprit import choose_working
 from gpudiag.report import ReportView, render
 from gpudiag.sweep.runner import SweepOptions, sweep
 from gpudiag.transport.ssh import SshOptions, SshTransport
@@ -36,7 +37,8 @@ def test_case_study_node_gets_its_log_found_by_itself(sshd_cluster, source: str)
     readings = host.readings
     assert readings is not None and readings.processes_from == "nvidia-smi"  # the stub node has no NVML
     assert [p.gpu for p in readings.processes] == list(range(8))
-    main = readings.main_process(0)
+    choice = choose_working(readings.processes_on(0))
+    main = choice.process if choice is not None else None
     assert main is not None and main.label == "pid 48213 sglang (job 81723)" and main.job_id_from == "cgroup"
     assert main.command[1:3] == ("-m", "sglang.launch_server") and main.cpu_pct == 0.0
     (scan,) = readings.logs

@@ -119,3 +119,36 @@ def test_only_changes_json_is_the_webhook_body_with_every_change_in_one_list(tmp
     assert seen[0] == [("new", "ECC_UNCORRECTED")]
     assert seen[1] == [("carried", "ECC_UNCORRECTED"), ("host_gone", "")]
     assert seen[2] == [("host_back", ""), ("resolved", "ECC_UNCORRECTED")]
+
+
+def test_the_webhook_carries_each_findings_action_and_the_hosts_and_a_repeat_raised(tmp_path: Path,
+                                                                                     webhook: Webhook) -> None:
+    """The body a real HTTP server receives: each finding's action and each named host's action; the third
+    time this week the GPU needs a reset (as `gpudiag sweep --history` raises it before the audit step), the
+    body says reboot_node; a resolved finding's host reads none. (The new/resolved pairs flap by then: the
+    rule of --flap-changes, so the sixth day's resolution is not sent.)"""
+    from gpudiag.audit.repeats import escalate_with_history
+    from gpudiag.model import Action
+    from gpudiag.model.changes import epoch_of
+
+    options = AuditOptions(history=tmp_path / "h.sqlite", notify_urls=(webhook.url,))
+    days = ((1, True), (2, False), (3, True), (4, False), (5, True))
+    for day, faulty in days:
+        report = run(0, faulty)
+        report = SweepReport(started_at=f"2025-06-0{day}T12:00:00Z", duration_s=1.0, hosts=tuple(
+            HostReport(host=h.host, address=None, status=h.status, readings=h.readings,
+                       findings=tuple(Finding(code=f.code, severity=f.severity, host=f.host, gpu=f.gpu,
+                                              summary=f.summary, action=Action.RESET_GPU) for f in h.findings))
+            for h in report.hosts))
+        now = epoch_of(report.started_at)
+        report = escalate_with_history(report, options.history, now_s=now)  # type: ignore[arg-type]
+        assert audit(report, QUIET, options, clock=lambda now=now: now).stderr == ()
+    bodies = webhook.bodies
+    assert [(b["host_actions"], [(f["state"], f["action"]) for f in b["findings"]]) for b in bodies] == [
+        ({"gpu01": "reset_gpu"}, [("new", "reset_gpu")]),
+        ({"gpu01": "none"}, [("resolved", "reset_gpu")]),
+        ({"gpu01": "reset_gpu"}, [("new", "reset_gpu")]),
+        ({"gpu01": "none"}, [("resolved", "reset_gpu")]),
+        ({"gpu01": "reboot_node"}, [("new", "reboot_node")])]
+    assert bodies[4]["findings"][0]["summary"] == (
+        "2 uncorrected ECC errors; needed a reset 3 times this week, so reboot_node")

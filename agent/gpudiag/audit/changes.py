@@ -20,6 +20,7 @@ import dataclasses
 from collections.abc import Iterable
 
 from gpudiag.model import SweepReport
+from gpudiag.model.actions import needed
 from gpudiag.model.changes import (
     ChangeSet,
     ChangeState,
@@ -73,7 +74,7 @@ def compare(report: SweepReport, past: tuple[PastRun, ...], rule: FlapRule = Fla
             now_open[fp] = OpenFinding(
                 fingerprint=fp, code=f.code, severity=f.severity, host=host.host, gpu=f.gpu, gpu_key=gpu_key,
                 summary=f.summary, since=before.since if before else report.started_at,
-                runs=before.runs + 1 if before else 1)
+                runs=before.runs + 1 if before else 1, action=f.action, needed=needed(f.action, f.evidence))
     silent = {h.host for h in report.hosts if not h.status.answered}
     for fp, before in previous.items():  # a host that did not answer keeps its findings, unverified
         if fp not in now_open and before.host in silent and before.code != "HOST_UNREACHABLE":
@@ -106,7 +107,8 @@ def compare(report: SweepReport, past: tuple[PastRun, ...], rule: FlapRule = Fla
     changes.sort(key=lambda c: (order[c.state], -c.finding.severity.rank, c.finding.fingerprint))
     last = max(last_of.values(), key=lambda r: r.run_id) if last_of else None
     return ChangeSet(started_at=report.started_at, previous_started_at=last.started_at if last else None,
-                     findings=tuple(changes), hosts=tuple(hosts))
+                     findings=tuple(changes), hosts=tuple(hosts),
+                     host_actions={h.host: h.action for h in report.hosts})
 
 
 def _change(state: ChangeState, finding: OpenFinding, flapping: bool, flapping_before: bool) -> FindingChange:

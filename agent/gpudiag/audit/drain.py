@@ -3,8 +3,10 @@
 Planning is a pure function of the report and the nodes' Slurm states (:func:`plan_drain`,
 :func:`plan_undrain`); applying runs ``scontrol update`` as argv (:func:`apply`). The rules:
 
-- drain a node whose sweep has a finding at or above the level (``--drain-on critical`` or ``warning``),
-  with ``Reason=gpudiag: <CODE> gpu <N>[, ...]``;
+- drain a node whose sweep has a finding at or above the level (``--drain-on critical`` or ``warning``), or
+  whose action is at least the one named (``--drain-on reset_gpu``: the highest of its findings' actions on the
+  ladder), with ``Reason=gpudiag: <action>: <CODE> gpu <N>[, ...]`` (the node's action, then the findings that
+  drained it, the highest action first);
 - never touch a node drained by someone else (its reason does not start with ``gpudiag:``): their reason stays;
 - a host that did not answer is not drained: gpudiag cannot tell a dead node from a broken bastion, and Slurm's
   own health (``NOT_RESPONDING``, ``DOWN``) covers the node that is really gone;
@@ -20,18 +22,22 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from gpudiag.model import Finding, HostReport, Severity, SweepReport
+from gpudiag.model import Finding, HostReport, Severity, SweepReport, highest
 from gpudiag.model.choices import DrainLevel
 from gpudiag.sources.slurm import GPUDIAG_REASON, Runner, SlurmNode
 
 MAX_REASON_CHARS = 200  # Slurm keeps the reason in its state; a short line reads well in sinfo -R
 
 
-def covers(level: DrainLevel, severity: Severity) -> bool:
-    """Whether a finding of ``severity`` is at or above ``level`` (UNKNOWN never is)."""
+def covers(level: DrainLevel, finding: Finding) -> bool:
+    """Whether ``finding`` is at or above ``level``: its severity (UNKNOWN never is), or for an action
+    threshold its action on the ladder."""
+    threshold = level.action
+    if threshold is not None:
+        return finding.action.at_least(threshold)
     if level is DrainLevel.CRITICAL:
-        return severity is Severity.CRITICAL
-    return severity in (Severity.CRITICAL, Severity.WARNING)
+        return finding.severity is Severity.CRITICAL
+    return finding.severity in (Severity.CRITICAL, Severity.WARNING)
 
 
 class ActionKind(str, enum.Enum):
@@ -68,7 +74,9 @@ class Action:
 
 
 def drain_reason(findings: Iterable[Finding]) -> str:
-    """``gpudiag: ECC_UNCORRECTED gpu 3, XID 79 gpu 1``: the findings' codes (an Xid with its number)."""
+    """``gpudiag: reset_gpu: ROW_REMAP_PENDING gpu 3, XID 79 gpu 1``: the highest action of the findings, then
+    their codes (an Xid with its number)."""
+    findings = tuple(findings)
     parts: list[str] = []
     for finding in findings:
         code = finding.code
@@ -78,16 +86,22 @@ def drain_reason(findings: Iterable[Finding]) -> str:
         part = code + (f" gpu {finding.gpu}" if finding.gpu is not None else "")
         if part not in parts:
             parts.append(part)
-    text = f"{GPUDIAG_REASON} " + ", ".join(parts)
+    text = f"{GPUDIAG_REASON} {highest(f.action for f in findings).label}: " + ", ".join(parts)
     if len(text) > MAX_REASON_CHARS:
         text = text[: MAX_REASON_CHARS - 4].rsplit(",", 1)[0] + ", ..."
     return text
 
 
 def _serious(host: HostReport, level: DrainLevel) -> tuple[Finding, ...]:
-    """The host's findings at or above ``level``, critical first."""
-    chosen = [f for f in host.findings if covers(level, f.severity)]
-    return tuple(sorted(chosen, key=lambda f: f.severity is not Severity.CRITICAL))
+    """The host's findings at or above ``level``, the highest action first (then critical first)."""
+    chosen = [f for f in host.findings if covers(level, f)]
+    return tuple(sorted(chosen, key=lambda f: (-f.action.rank, f.severity is not Severity.CRITICAL)))
+
+
+def _why(serious: tuple[Finding, ...], level: DrainLevel) -> str:
+    if level.action is not None:
+        return f"action {highest(f.action for f in serious).label}, at least {level.value}"
+    return f"{len(serious)} {level.value}-level finding(s)"
 
 
 def plan_drain(report: SweepReport, nodes: Mapping[str, SlurmNode], level: DrainLevel) -> tuple[Action, ...]:
@@ -109,7 +123,7 @@ def plan_drain(report: SweepReport, nodes: Mapping[str, SlurmNode], level: Drain
         else:
             reason = drain_reason(serious)
             actions.append(Action(node=node.name, kind=ActionKind.DRAIN, reason=reason,
-                                  why=f"{len(serious)} {level.value}-level finding(s)",
+                                  why=_why(serious, level),
                                   argv=("scontrol", "update", f"NodeName={node.name}", "State=DRAIN",
                                         f"Reason={reason}")))
     return tuple(actions)

@@ -23,13 +23,22 @@ from pathlib import Path
 from typing import Any
 
 from gpudiag.audit.changes import compare
-from gpudiag.model import GpuReading, Severity, SweepReport
-from gpudiag.model.changes import ChangeSet, ChangeState, FlapRule, OpenFinding, PastRun, epoch_of, gpu_keys
+from gpudiag.model import Action, GpuReading, Severity, SweepReport
+from gpudiag.model.changes import (
+    NO_GPU,
+    ChangeSet,
+    ChangeState,
+    FlapRule,
+    OpenFinding,
+    PastRun,
+    epoch_of,
+    gpu_keys,
+)
 from gpudiag.model.json_codec import encode, plain
 from gpudiag.report.history_table import reading_of
 from gpudiag.report.json_report import power_document
 
-HISTORY_SCHEMA = 3
+HISTORY_SCHEMA = 4
 DEFAULT_LOCK_WAIT_S = 10.0
 
 # Migration N brings a file from version N-1 to N. Never edit one that shipped: add the next.
@@ -60,6 +69,12 @@ MIGRATIONS: tuple[str, ...] = (
     # 3: how each run chose its hosts (its scope: the hosts table lists them; this says why those)
     """
     ALTER TABLE runs ADD COLUMN selection TEXT;
+    """,
+    # 4: what each finding needed on the action ladder (before repeats raised it), so that a GPU that needed
+    # a reset three times this week can be told; NULL in rows recorded before (not known, never counted)
+    """
+    ALTER TABLE findings ADD COLUMN action TEXT;
+    CREATE INDEX findings_gpu_action ON findings (host, gpu_key, action);
     """,
 )
 
@@ -214,9 +229,11 @@ class History:
                        [(run_id, h.host, keys[(h.host, g.index)], g.index, g.uuid, readings_json(g))
                         for h in report.hosts for g in h.gpus])
         state = {c.finding.fingerprint: c.state.value for c in changes.findings}
-        db.executemany("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        db.executemany("INSERT INTO findings (run_id, fingerprint, host, gpu_key, gpu_index, code, severity, summary, "
+                       "since, runs, carried, state, action) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        [(run_id, f.fingerprint, f.host, f.gpu_key, f.gpu, f.code, f.severity.label, f.summary,
-                         f.since, f.runs, int(f.carried), state[f.fingerprint]) for f in changes.open_findings])
+                         f.since, f.runs, int(f.carried), state[f.fingerprint], (f.needed or f.action).label)
+                        for f in changes.open_findings])
         return run_id
 
     def mark_notified(self, run_id: int, *, sent: Iterable[str], cleared: Iterable[str], errors: Iterable[str],
@@ -252,13 +269,37 @@ class History:
 
     def _run(self, run_id: int, started_at: str) -> PastRun:
         status = dict(self._db.execute("SELECT host, status FROM hosts WHERE run_id = ?", (run_id,)).fetchall())
+        action = "action" if self.version() >= 4 else "NULL"
         findings = tuple(
             OpenFinding(fingerprint=fp, code=code, severity=Severity.from_label(sev), host=host, gpu=gpu,
-                        gpu_key=gpu_key, summary=summary, since=since, runs=runs, carried=bool(carried))
-            for fp, code, sev, host, gpu, gpu_key, summary, since, runs, carried in self._db.execute(
-                "SELECT fingerprint, code, severity, host, gpu_index, gpu_key, summary, since, runs, carried "
-                "FROM findings WHERE run_id = ? ORDER BY fingerprint", (run_id,)))
+                        gpu_key=gpu_key, summary=summary, since=since, runs=runs, carried=bool(carried),
+                        action=Action.from_label(needed) if needed else Action.NONE)
+            for fp, code, sev, host, gpu, gpu_key, summary, since, runs, carried, needed in self._db.execute(
+                "SELECT fingerprint, code, severity, host, gpu_index, gpu_key, summary, since, runs, carried, "
+                f"{action} FROM findings WHERE run_id = ? ORDER BY fingerprint", (run_id,)))
         return PastRun(run_id=run_id, started_at=started_at, host_status=status, findings=findings)
+
+    def times_needed(self, report: SweepReport, *, since_s: float) -> dict[tuple[str, str, Action], frozenset[str]]:
+        """(host, GPU key, action) -> each time that GPU needed that action (a streak, known by when it began)
+        in the runs that started at or after ``since_s``, and in this run ``report`` (a finding still open
+        from the last run goes on with its streak: the same time). Only GPU findings; only what the history
+        knows (rows from before schema 4 did not record an action). Reads only."""
+        times: dict[tuple[str, str, Action], set[str]] = {}
+        if self.version() < 1:
+            return {}
+        hosts = sorted({h.host for h in report.hosts})
+        if self.version() >= 4:
+            for start in range(0, len(hosts), 500):  # SQLite's limit on bound parameters
+                chunk = hosts[start:start + 500]
+                for host, gpu_key, action, since in self._db.execute(
+                        "SELECT DISTINCT f.host, f.gpu_key, f.action, f.since FROM findings f JOIN runs r "
+                        "ON r.id = f.run_id WHERE r.started_at_s >= ? AND f.action IS NOT NULL AND f.gpu_key != ? "
+                        f"AND f.host IN ({','.join('?' * len(chunk))})", (since_s, NO_GPU, *chunk)):
+                    times.setdefault((host, gpu_key, Action.from_label(action)), set()).add(since)
+        for f in compare(report, self._past(1, hosts)).open_findings:
+            if f.gpu_key != NO_GPU and not f.carried:
+                times.setdefault((f.host, f.gpu_key, f.needed or f.action), set()).add(f.since)
+        return {key: frozenset(value) for key, value in times.items()}
 
     def trend(self, host: str, gpu_key: str, reading: str, limit: int = 30) -> tuple[float | None, ...]:
         """One reading of one GPU (a field, or ``power.pct_of_limit``: :func:`reading_of`) over its last

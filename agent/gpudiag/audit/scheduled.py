@@ -205,6 +205,9 @@ def audit(report: SweepReport, output: ReportOutput, options: AuditOptions, *, c
             recorded = history.record(report, flap=options.flap, keep_days=options.keep_days, now_s=clock(),
                                       selection=options.selection)
             changes, run_id = recorded.changes, recorded.run_id
+            from gpudiag.audit.streaks import with_streaks
+
+            report = with_streaks(report, changes)  # a GPU held idle says for how long (runs and hours)
         text = _render(report, output, changes, run_id, options, color, history, extra, tail)
         if options.output is not None:
             write_atomic(options.output, text + "\n")

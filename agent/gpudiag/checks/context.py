@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gpudiag.model import GpuProcess, LogScan, NodeContext, NodeReadings, link_names
+from gpudiag.model.culprit import ProcessChoice, choose_working
 
 
 def expert_parallel(logs: Iterable[LogScan]) -> str | None:
@@ -37,8 +38,9 @@ class NodeFacts:
     def processes_on(self, gpu: int) -> tuple[GpuProcess, ...]:
         return self.node.processes_on(gpu) if self.node is not None else ()
 
-    def main_process(self, gpu: int) -> GpuProcess | None:
-        return self.node.main_process(gpu) if self.node is not None else None
+    def working_process(self, gpu: int) -> ProcessChoice | None:
+        """The process whose kernels occupy ``gpu``, or why it cannot be told (:func:`choose_working`)."""
+        return choose_working(self.processes_on(gpu))
 
     def links_sentence(self, gpu: int) -> tuple[str | None, str | None]:
         """(interconnect kind, "it reaches the other 7 GPUs over PCIe only (PIX/SYS, no NVLink)") for ``gpu``."""

@@ -11,7 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpudiag.checks.context import NO_FACTS, NodeFacts
+from gpudiag.checks.health import HEALTH_CHECKS
+from gpudiag.checks.holding import gpu_held_idle, gpu_memory_unaccounted
+from gpudiag.checks.named import choice_evidence, choice_words, ras_evidence
 from gpudiag.model import CheckSettings, Finding, GpuProcess, GpuReading, Severity, reasons_mask
+from gpudiag.model.culprit import choose_pegging
 
 # Clock-event reasons that explain low power by themselves; each has its own finding.
 THERMAL_REASONS = ("hw_thermal_slowdown", "sw_thermal_slowdown")
@@ -32,20 +36,6 @@ def cannot_judge(code: str, host: str, gpu: GpuReading, what: str, *readings: st
     return (Finding(code=code, severity=Severity.UNKNOWN, host=host, gpu=gpu.index,
                     summary=f"cannot tell {what}: a reading it needs failed ({why})",
                     evidence={"failed_readings": ",".join(name for name, _ in failed), "why": why}),)
-
-
-COMMAND_CHARS = 160  # of a process's command line in a finding's evidence
-
-
-def process_evidence(p: GpuProcess) -> dict[str, object]:
-    """A GPU process as a finding's evidence: who, what, which job, and what /proc would not say."""
-    command = " ".join(p.command)
-    evidence: dict[str, object] = {
-        "pid": p.pid, "process": p.label, "user": p.user,
-        "command": command[:COMMAND_CHARS] + ("..." if len(command) > COMMAND_CHARS or p.command_cut else ""),
-        "job_id": p.job_id, "container": p.container, "process_cpu_pct": p.cpu_pct}
-    evidence.update({f"{name}_unreadable": why for name, why in p.unreadable})
-    return evidence
 
 
 def sm_activity_text(gpu: GpuReading) -> str:
@@ -128,10 +118,14 @@ def busy_low_power(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFact
         "starved_sm_activity_pct": s.starved_sm_activity_pct,
         **_activity_evidence(gpu),
     }
-    main = facts.main_process(gpu.index)
-    if main is not None:
-        summary += f"; on it: {main.label}"
-        evidence.update(process_evidence(main))
+    choice = facts.working_process(gpu.index)
+    if choice is not None:
+        summary += f"; {choice_words(choice)}"
+        evidence.update(choice_evidence(choice))
+    ras = facts.node.nccl_ras if facts.node is not None else None
+    if ras is not None and ras.sentence is not None:  # the job's own word on its ranks (a hung collective)
+        summary += f"; {ras.sentence}"
+        evidence.update(ras_evidence(ras))
     why, context_evidence = facts.starved_because(gpu.index)
     if why is not None:
         summary += f"; {why}"
@@ -140,28 +134,56 @@ def busy_low_power(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFact
                     summary=summary, evidence=evidence),)
 
 
+def kernels_launched(gpu: GpuReading, p: GpuProcess, procs: tuple[GpuProcess, ...],
+                     s: CheckSettings) -> str | None:
+    """How the window shows that ``p`` launched kernels on ``gpu``, in words; None when it does not. Where NVML
+    gives per-process SM shares, ``p``'s own decides (a CPU-bound process beside another's kernels did not
+    launch them); else any sample at least ``host_bound_min_utilization_pct`` busy, or SM activity (GPM, DCGM)
+    above zero. Decided from the window, not its median: eager decode read 4% (3 samples) to 7% busy."""
+    if any(q.sm_utilization_pct is not None for q in procs):
+        share = p.sm_utilization_pct or 0.0
+        return f"its kernels held the SMs {share:.0f}% of the window (NVML per-process utilization)" \
+            if share > 0.0 else None
+    busiest = max((x.utilization_pct for x in gpu.samples if x.utilization_pct is not None),
+                  default=gpu.utilization_pct)
+    if busiest is not None and busiest >= s.host_bound_min_utilization_pct:
+        return f"kernels ran in the window (its busiest sample read {busiest:.0f}% busy)"
+    if gpu.sm_active_pct is not None and gpu.sm_active_pct > 0.0:
+        return f"kernels ran in the window ({sm_activity_text(gpu)})"
+    return None
+
+
 def host_bound(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFacts = NO_FACTS) -> tuple[Finding, ...]:
-    """HOST_BOUND: a process on the GPU keeps a CPU core pegged while the GPU is far from busy: the GPU waits
-    on its own launch thread (eager-mode decode, Python overhead, a tokenizer). Not on an idle GPU (a
-    server's idle loop may poll), nor a busy one (a synchronizing thread spins while its kernels run)."""
+    """HOST_BOUND: a process on the GPU keeps a CPU core pegged while the GPU is mostly idle, yet that process
+    launched kernels in the window: the GPU waits on its own launch thread (eager-mode decode, Python overhead,
+    a tokenizer). Not on a GPU that ran no kernel (a server's idle loop may poll at 100% CPU), nor a busy one
+    (a synchronizing thread spins while its kernels run). The same workload gets the same verdict at 3, 5
+    or 10 samples: a quiet median does not hide the kernels the window saw."""
     util = gpu.utilization_pct
-    if gpu.lost or util is None or not s.host_bound_min_utilization_pct <= util <= s.host_bound_max_utilization_pct:
+    if gpu.lost or util is None or util > s.host_bound_max_utilization_pct:
         return ()
-    pegged = [p for p in facts.processes_on(gpu.index) if p.cpu_pct is not None and p.cpu_pct >= s.host_bound_cpu_pct]
-    if not pegged:
+    procs = facts.processes_on(gpu.index)
+    choice = choose_pegging(procs, s.host_bound_cpu_pct)
+    if choice is None or choice.process is None:
         return ()
-    p = max(pegged, key=lambda x: x.cpu_pct or 0.0)
+    p = choice.process
+    launched = kernels_launched(gpu, p, procs, s)
+    if launched is None:
+        return ()
     power = gpu.power()
     watts = f" at {power.watts:.0f} W" + (f" ({power.pct_of_limit:.0f}% of its limit)" if power.pct_of_limit else "") \
         if power else ""
-    summary = (f"{p.label} uses {p.cpu_pct:.0f}% of a CPU core while the GPU is only {util:.0f}% busy{watts}"
+    others = f" (the busiest CPU of the GPU's {len(procs)} processes)" if len(procs) > 1 else ""
+    summary = (f"{p.label}{others} uses {p.cpu_pct:.0f}% of a CPU core while the GPU is only {util:.0f}% busy"
+               f"{watts}; {launched}"
                f"{'; ' + sm_activity_text(gpu) if gpu.sm_active_pct is not None else ''}: the GPU waits on the "
                "process's host thread (eager launches, Python overhead, tokenization) - capture CUDA graphs, use "
                "a compiled or batched path, or keep more requests in flight")
     evidence: dict[str, object] = {
         "utilization_pct": util, "watts": power.watts if power else None,
-        "pct_of_limit": power.pct_of_limit if power else None,
-        **process_evidence(p), **_activity_evidence(gpu),
+        "pct_of_limit": power.pct_of_limit if power else None, "kernels_launched": launched,
+        **choice_evidence(choice), **_activity_evidence(gpu),
+        "samples": len(gpu.samples),
         "host_bound_cpu_pct": s.host_bound_cpu_pct,
         "host_bound_max_utilization_pct": s.host_bound_max_utilization_pct,
         "host_bound_min_utilization_pct": s.host_bound_min_utilization_pct}
@@ -270,5 +292,5 @@ def gpu_lost(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFacts = NO
                     evidence={"pci_bus_id": gpu.pci_bus_id}),)
 
 
-GPU_CHECKS = (busy_low_power, host_bound, power_limit_reduced, pcie_link_degraded, thermal_slowdown, hw_slowdown,
-              ecc_uncorrected, gpu_lost)
+GPU_CHECKS = (busy_low_power, host_bound, gpu_held_idle, gpu_memory_unaccounted, power_limit_reduced,
+              pcie_link_degraded, thermal_slowdown, hw_slowdown, ecc_uncorrected, gpu_lost, *HEALTH_CHECKS)

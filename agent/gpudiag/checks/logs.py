@@ -3,7 +3,9 @@
 * ``LOG_SIGNATURE`` - a warning or critical signature matched (count, first and last line);
 * ``LOG_EXPECTED_ABSENT`` - the configuration says lines should follow the server's start, and none did;
 * ``LOG_UNREADABLE`` (unknown) - a configured log is missing or unreadable on the node;
-* ``XID`` - an Xid event of the NVIDIA driver, one finding per GPU and Xid, severity from the Xid table.
+* ``XID`` - an Xid event of the NVIDIA driver, one finding per GPU and Xid, severity from the Xid table;
+* ``XID_STORM`` - beside it, when the same Xid hit the same GPU ``xid_storm_lines`` times or more in the
+  window the kernel log covers: the count and the rate per hour.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import re
 
 from gpudiag.logs.echo import same_value, show
 from gpudiag.logs.plan import KERNEL, LogPlan, LogSource
-from gpudiag.logs.xid import describe, gpu_index
+from gpudiag.logs.xid import XidInfo, describe, gpu_index
 from gpudiag.model import (
+    CheckSettings,
     Finding,
     LogMatch,
     LogScan,
@@ -23,6 +26,7 @@ from gpudiag.model import (
     Severity,
 )
 
+DEFAULT_SETTINGS = CheckSettings()
 SEVERITY = {"warning": Severity.WARNING, "critical": Severity.CRITICAL}
 QUOTE_CHARS = 160  # a log line quoted in a summary
 _FIELD = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
@@ -91,8 +95,28 @@ def log_signatures(host: str, scan: LogScan, source: LogSource) -> tuple[Finding
     return tuple(findings)
 
 
-def xid_events(host: str, scan: LogScan, source: LogSource, node: NodeReadings) -> tuple[Finding, ...]:
-    """XID: one finding per GPU (by PCI address) and Xid code, as the Xid table rates it."""
+def _storm(host: str, index: int | None, where: str, info: XidInfo, scan: LogScan, source: LogSource,
+           match: LogMatch, settings: CheckSettings) -> tuple[Finding, ...]:
+    """XID_STORM: the same Xid on the same GPU ``xid_storm_lines`` times or more in the window."""
+    if match.count < settings.xid_storm_lines:
+        return ()
+    hours = source.since_hours
+    rate = f", {match.count / hours:.1f} an hour" if hours else ""
+    summary = (f"Xid {info.xid} ({info.name}) storm on {where}: {_times(match.count)} in {_where(scan)}"
+               f"{_window(source)}{rate} - not one event but a GPU that keeps failing: "
+               f"{info.advice}, and if it goes on, take the GPU out of service")
+    return (Finding(code="XID_STORM", severity=max(info.severity, Severity.WARNING, key=lambda s: s.rank),
+                    host=host, gpu=index, summary=summary,
+                    evidence={"log": scan.path, **_found(scan), "xid": info.xid, "xid_name": info.name,
+                              "pci": dict(match.key).get("pci"), "count": match.count, "since_hours": hours,
+                              "per_hour": round(match.count / hours, 2) if hours else None,
+                              "xid_storm_lines": settings.xid_storm_lines}),)
+
+
+def xid_events(host: str, scan: LogScan, source: LogSource, node: NodeReadings,
+               settings: CheckSettings = DEFAULT_SETTINGS) -> tuple[Finding, ...]:
+    """XID: one finding per GPU (by PCI address) and Xid code, as the Xid table rates it; XID_STORM beside it
+    when that Xid came many times."""
     findings = []
     for sig in source.signatures:
         if sig.report != "xid":
@@ -107,10 +131,11 @@ def xid_events(host: str, scan: LogScan, source: LogSource, node: NodeReadings) 
             where = f"GPU {index} ({pci})" if index is not None else f"PCI {pci} (no GPU of this node has it)"
             last = _quote(match.last.text if match.last else None)
             summary = (f"Xid {info.xid} ({info.name}) on {where}, {_times(match.count)} in {_where(scan)}"
-                       f"{_window(source)}: {info.meaning} - {info.action}; last {last}")
+                       f"{_window(source)}: {info.meaning} - {info.advice}; last {last}")
             findings.append(Finding(code="XID", severity=info.severity, host=host, gpu=index, summary=summary,
                                     evidence={**_match_evidence(scan, match), "xid": info.xid, "xid_name": info.name,
                                               "pci": pci, "since_hours": source.since_hours}))
+            findings.extend(_storm(host, index, where, info, scan, source, match, settings))
     return tuple(findings)
 
 
@@ -159,7 +184,8 @@ def expectations(host: str, scan: LogScan, source: LogSource) -> tuple[Finding, 
     return tuple(findings)
 
 
-def log_findings(host: str, node: NodeReadings, plan: LogPlan | None) -> tuple[Finding, ...]:
+def log_findings(host: str, node: NodeReadings, plan: LogPlan | None,
+                 settings: CheckSettings = DEFAULT_SETTINGS) -> tuple[Finding, ...]:
     """Every log finding of one host, source by source in the plan's order."""
     if plan is None:
         return ()
@@ -170,7 +196,7 @@ def log_findings(host: str, node: NodeReadings, plan: LogPlan | None) -> tuple[F
             continue
         findings.extend(log_unreadable(host, scan))
         if scan.status is LogStatus.OK:
-            findings.extend(xid_events(host, scan, source, node))
+            findings.extend(xid_events(host, scan, source, node, settings))
             findings.extend(log_signatures(host, scan, source))
             findings.extend(expectations(host, scan, source))
     return tuple(findings)

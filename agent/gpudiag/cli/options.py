@@ -205,13 +205,14 @@ DRY_RUN = Param(name="dry_run", type=bool, default=True, decls=("--dry-run/--yes
 DRAIN = Group(SLURM_PANEL, (
     Param(name="drain_on", type=DrainLevel | None, default=None, decls=("--drain-on",), panel=SLURM_PANEL,
           extra={"metavar": "LEVEL"},
-          help="Drain (scontrol) the Slurm nodes with a finding at this level (warning, critical) or worse. A dry "
-               "run unless --yes."),
+          help="Drain (scontrol) the Slurm nodes with a finding at this level (warning, critical) or worse, or "
+               "whose action is at least this one (watch, restart_workload, reset_gpu, reboot_node, "
+               "drain_and_inspect, replace_gpu). A dry run unless --yes."),
     DRY_RUN,
 ))
 UNDRAIN_LEVEL = DRAIN.members[0].but(type=DrainLevel, default=DrainLevel.CRITICAL,
                                      help="The level the nodes were drained on: a node resumes when it has no "
-                                          "finding at this level or worse.")
+                                          "finding at this level or worse (an action: its action is below it).")
 
 
 CONFIG = Param(name="config", type=Path | None, default=None, decls=("--config",),

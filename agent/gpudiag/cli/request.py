@@ -80,7 +80,7 @@ class SweepRequest:
     inventory_settings: bool = True  # False: the inventory's check settings are not read (grep reads no GPU)
     demo: bool = False  # sweep the built-in simulated cluster instead of hosts
     output: OutputRequest = field(default_factory=OutputRequest)
-    drain_on: DrainLevel | None = None  # --drain-on: drain the Slurm nodes with a finding at this level or worse
+    drain_on: DrainLevel | None = None  # --drain-on: a finding at this level or worse, or an action at least it
     dry_run: bool = True  # --dry-run/--yes: print the drain actions, or run them
     workers: int | None = 1  # --workers: processes that share the sweep (None: auto, from the cores and hosts)
     audit: AuditOptions | None = None

@@ -25,8 +25,9 @@ NODE_DIR = Path(gpudiag_node.__file__).resolve().parent  # what runs on the node
 NODE_PACKAGE = "gpudiag_node"
 
 # The node-side modules the probe imports (``from . import proc``), each by its file's stem.
-NODE_MODULES = ("jsoncodec", "readings", "nvml", "dcgm", "logscan", "context", "proc", "processes", "gpm", "probe")
-NVML_READER_FILES = ("nvml.py", "readings.py", "gpm.py")
+NODE_MODULES = ("jsoncodec", "readings", "nvml", "links", "dcgm", "logscan", "context", "proc", "processes", "gpm",
+                "nccl_ras", "probe")
+NVML_READER_FILES = ("nvml.py", "readings.py", "gpm.py", "links.py")
 
 _BOOTSTRAP = '''# gpudiag collector bundle: run as `python3 -`. Modules travel compressed and are imported on demand.
 # Plain classes and binascii: importlib.abc and base64 alone would double the collector's start-up; the

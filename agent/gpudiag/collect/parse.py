@@ -21,13 +21,15 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from gpudiag.collect.parse_links import with_links
 from gpudiag.collect.parse_logs import parse_context, parse_logs
+from gpudiag.collect.parse_nccl_ras import parse_nccl_ras
 from gpudiag.collect.parse_processes import parse_processes, with_gpm
 from gpudiag.collect.untrusted import MAX_INT, Claims, items, mapping, seconds, short, text
 from gpudiag.logs.plan import LogPlan
 from gpudiag.model import PROBE_SCHEMA, GpuReading, GpuSample, HungCall, NodeReadings, SmiStatus
 from gpudiag.model.arch import arch_name, parse_compute_capability, sm_name
-from gpudiag_node.readings import BY_NAME, PER_SAMPLE, READINGS, Reading, by_smi_field
+from gpudiag_node.readings import BY_NAME, PER_SAMPLE, READINGS, Reading, by_smi_field, enum_from_words
 
 
 class ProbeFormatError(ValueError):
@@ -51,6 +53,9 @@ _NOT_APPLICABLE = {"", "n/a", "[n/a]", "[not supported]", "[requested functional
 _GPU_IS_LOST = "[gpu is lost]"
 _LOST_LINE = re.compile(r"Unable to determine the device handle for GPU\s*([0-9A-Fa-f:.]+)\s*:\s*(.*)")
 _SMI_FIELDS = by_smi_field()
+# nvidia-smi's words for a flag reading (remapped_rows.pending "Yes", ecc.mode.current "Enabled").
+_FLAG_WORDS = {"yes": True, "enabled": True, "active": True, "true": True, "on": True,
+               "no": False, "disabled": False, "not active": False, "false": False, "off": False}
 
 
 def read_value(reading: Reading, raw: object) -> tuple[Any, str | None]:
@@ -70,6 +75,11 @@ def read_value(reading: Reading, raw: object) -> tuple[Any, str | None]:
         return None, f"nvidia-smi: {value[:80]}"
     if reading.kind in ("text", "pstate"):
         return short(value), None
+    if reading.kind == "flag":
+        flag = _FLAG_WORDS.get(low)
+        return (flag, None) if flag is not None else (None, f"not a yes/no: {value[:40]!r}")
+    if reading.kind == "enum":
+        return short(enum_from_words(value), 40), None
     if reading.kind == "cc":
         cc = parse_compute_capability(value)
         return (f"{cc[0]}.{cc[1]}", None) if cc else (None, f"not a compute capability: {value[:40]!r}")
@@ -92,7 +102,9 @@ def _number(reading: Reading, number: float) -> tuple[Any, str | None]:
             return int(number), None
         except (ValueError, OverflowError):
             return None, f"not an integer: {number!r}"
-    if reading.kind in ("text", "pstate", "cc"):
+    if reading.kind == "flag":
+        return bool(number), None
+    if reading.kind in ("text", "pstate", "cc", "enum"):
         return (str(number), None) if reading.kind == "text" else (None, f"not a {reading.kind}: {number!r}")
     return float(number), None
 
@@ -234,7 +246,7 @@ def parse_probe(doc: Mapping[str, Any], *, output_truncated: bool = False,
     the configuration echoes its logs held (gpudiag/parse_logs.py).
     """
     claims = Claims()
-    node = _parse_probe(doc, claims, output_truncated=output_truncated, log_plan=log_plan)
+    node = with_links(_parse_probe(doc, claims, output_truncated=output_truncated, log_plan=log_plan), doc)
     excess = claims.problems()
     return dataclasses.replace(node, problems=node.problems + excess) if excess else node
 
@@ -252,6 +264,7 @@ def _parse_probe(doc: Mapping[str, Any], claims: Claims, *, output_truncated: bo
                               "logs": parse_logs(doc.get("logs"), log_plan, claims),
                               "context": parse_context(doc.get("context")),
                               "hung_calls": parse_hung(doc.get("hung")),
+                              "nccl_ras": parse_nccl_ras(doc.get("nccl_ras")),
                               **parse_processes(doc, mapping(doc.get("nvml")), claims)}
     if doc.get("source") == "nvml" and isinstance(doc.get("nvml"), dict):
         return _parse_nvml(doc["nvml"], common, claims)
@@ -262,8 +275,9 @@ def _parse_probe(doc: Mapping[str, Any], claims: Claims, *, output_truncated: bo
                             smi_message="nvidia-smi is not installed (not on PATH nor in the usual places)",
                             **common)
     # Each CSV column is the reading its --query-gpu name means (the table knows every spelling).
-    columns = [str(_SMI_FIELDS.get(f[1], f[0])) for f in items(doc.get("fields"))[:len(_SMI_FIELDS) + len(READINGS)]
-               if isinstance(f, list) and len(f) == 2 and all(isinstance(x, str) for x in f)]
+    columns = _columns(doc.get("fields"))
+    # The window's later calls leave out the readings read once (collectors/gpudiag_node/probe.py).
+    later_columns = _columns(doc.get("later_fields")) or columns
     raw_samples = claims.cap([s for s in items(doc.get("samples")) if isinstance(s, dict)], MAX_SAMPLES,
                              "samples")
     per_gpu: dict[int, list[dict[str, object]]] = {}
@@ -271,11 +285,12 @@ def _parse_probe(doc: Mapping[str, Any], claims: Claims, *, output_truncated: bo
     lost_bus: dict[str, str] = {}
     messages: dict[str, None] = {}  # in order, each once
     claimed: set[int] = set()
-    for raw in raw_samples:
-        rows, other = _rows(text(raw.get("stdout")) or "", len(columns), claims)
+    for number, raw in enumerate(raw_samples):
+        names = columns if number == 0 else later_columns
+        rows, other = _rows(text(raw.get("stdout")) or "", len(names), claims)
         t_s = seconds(raw.get("t_s"))
         for cells in rows:
-            row: dict[str, object] = dict(zip(columns, cells, strict=True))
+            row: dict[str, object] = dict(zip(names, cells, strict=True))
             index = _claimed_index(row.get("index"), claims)
             if index is None:
                 continue
@@ -313,6 +328,12 @@ def _parse_probe(doc: Mapping[str, Any], claims: Claims, *, output_truncated: bo
         window_s=_window(raw_samples),
         **common,
     )
+
+
+def _columns(fields: object) -> list[str]:
+    """The reading each CSV column means (the table knows every --query-gpu spelling)."""
+    return [str(_SMI_FIELDS.get(f[1], f[0])) for f in items(fields)[:len(_SMI_FIELDS) + len(READINGS)]
+            if isinstance(f, list) and len(f) == 2 and all(isinstance(x, str) for x in f)]
 
 
 _GPU_CALLS = ("nvidia-smi --query-gpu", "NVML")  # the calls that read the GPUs (collectors/gpudiag_node/probe.py)
@@ -393,7 +414,7 @@ def parse_dcgm(dmon: str) -> dict[int, dict[str, float]]:
     Data lines read ``GPU 0  0.012  0.015  0.000  0.001`` (ratios 0-1); ``N/A`` is "not reported".
     """
     values: dict[int, dict[str, list[float]]] = {}
-    ratio = Reading("ratio", (), None, 1.0, "number", True, "median")
+    ratio = Reading("ratio", (), None, 1.0, "number", True, "median", False)
     for line in dmon.splitlines():
         parts = line.split()
         if len(parts) != 2 + len(_DCGM_FIELDS) or parts[0] != "GPU" or not parts[1].isdigit():

@@ -21,6 +21,7 @@ ARG_CHARS = 256
 MAX_ARGS = 64
 PATH_CHARS = 1024
 GPM_FROM = "nvml gpm"
+SMI_APPS_FAILED = "nvidia-smi --query-compute-apps"  # the collector's problem line when that listing failed
 
 
 def _pct(value: object) -> float | None:
@@ -74,8 +75,14 @@ def parse_processes(doc: Mapping[str, Any], nvml: Mapping[str, Any],
             if row is not None:
                 rows.append(row)
     rows.sort(key=lambda p: (p.gpu, p.pid))
-    return {"processes": tuple(rows), "processes_from": short(doc.get("processes_from"), 20),
-            "processes_user": short(found.get("user"), 64)}
+    unlisted = sorted({int(k) for k in list(mapping(nvml.get("processes_errors")))[:64]
+                       if isinstance(k, str) and k.isdigit() and len(k) < 5})
+    source = short(doc.get("processes_from"), 20)
+    if source == "nvidia-smi" and any(isinstance(p, str) and p.startswith(SMI_APPS_FAILED)
+                                      for p in items(doc.get("problems"))):
+        source = None  # the listing failed: no process was read, which is not "no process"
+    return {"processes": tuple(rows), "processes_from": source, "processes_user": short(found.get("user"), 64),
+            "processes_unlisted": tuple(unlisted)}
 
 
 def with_gpm(gpus: tuple[GpuReading, ...], gpm: Mapping[str, Any]) -> tuple[GpuReading, ...]:

@@ -61,6 +61,7 @@ class DemoNode:
     dmi_sys_vendor: str = "Supermicro"  # /sys/class/dmi/id: an HGX H200 server by default
     dmi_product_name: str = "SYS-821GE-TNHR"
     env: Mapping[str, str] = field(default_factory=dict)  # more of what the node's processes see
+    groups: tuple[str, ...] = ()  # its inventory groups: the fleet checks (DRIVER_DRIFT) compare within them
 
     @property
     def hypervisor_flag(self) -> bool:
@@ -74,11 +75,14 @@ DEMO_NODES: tuple[DemoNode, ...] = (
     DemoNode(name="sglang-glm5", scenario="case_study_server", description="the case study (KVM guest)",
              kernel="5.15.0-139-generic", vm="kvm", dmi_sys_vendor="QEMU",
              dmi_product_name="Standard PC (Q35 + ICH9, 2009)"),
-    DemoNode(name="train-h200-01", scenario="healthy"),
-    DemoNode(name="infer-h200-02", scenario="bandwidth_bound"),
-    DemoNode(name="spare-h200-03", scenario="idle"),
-    DemoNode(name="train-h200-04", scenario="power_reduced"),
-    DemoNode(name="train-h200-05", scenario=None, description="unreachable"),
+    DemoNode(name="train-h200-01", scenario="healthy", groups=("h200",)),
+    DemoNode(name="infer-h200-02", scenario="bandwidth_bound", groups=("h200",)),
+    # Out of service after the Xid 63 of its kernel log: GPU 4 waits for a reset to remap a memory row.
+    DemoNode(name="spare-h200-03", scenario="spare_row_remap", description="a pending row remap", groups=("h200",)),
+    # reimaged from a stale image: an older driver than the other H200 nodes run (DRIVER_DRIFT)
+    DemoNode(name="train-h200-04", scenario="power_reduced_drifted", description="an older driver than its group",
+             groups=("h200",)),
+    DemoNode(name="train-h200-05", scenario=None, description="unreachable", groups=("h200",)),
 )
 
 
@@ -247,9 +251,9 @@ async def demo_cluster(nodes: Sequence[DemoNode] = DEMO_NODES) -> AsyncIterator[
 
         logs = write_demo_logs(root)
 
-        def host(name: str, port: int) -> Host:
-            return Host(name=name, address="127.0.0.1", port=port, user=user,
-                        identity_file=str(client_key_path), known_hosts=str(known_hosts), logs=logs.get(name, ()))
+        def host(node: DemoNode, port: int) -> Host:
+            return Host(name=node.name, address="127.0.0.1", port=port, user=user, groups=node.groups,
+                        identity_file=str(client_key_path), known_hosts=str(known_hosts), logs=logs.get(node.name, ()))
 
         try:
             for node in nodes:
@@ -263,7 +267,7 @@ async def demo_cluster(nodes: Sequence[DemoNode] = DEMO_NODES) -> AsyncIterator[
                         process_factory=_exec_handler(node, bin_dir, port, proc_root), encoding=None)
                     servers.append(server)
                     known_lines.append(f"[127.0.0.1]:{port} {host_key.export_public_key().decode().strip()}")
-                hosts.append(host(node.name, port))  # no server: the unreachable node
+                hosts.append(host(node, port))  # no server: the unreachable node
             known_hosts.write_text("\n".join(known_lines) + "\n")
             yield DemoCluster(hosts=tuple(hosts), known_hosts=str(known_hosts),
                               client_key=str(client_key_path))

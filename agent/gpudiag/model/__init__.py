@@ -8,10 +8,15 @@ The values live in one module each by meaning (:mod:`.status`, :mod:`.hosts`, :m
 ``from gpudiag.model import Finding``.
 """
 
+from gpudiag.model.actions import (
+    Action,
+    highest,
+)
 from gpudiag.model.gpu import (
     CLOCK_EVENT_REASONS,
     GpuReading,
     GpuSample,
+    NvLink,
     Power,
     PowerSource,
     decode_reasons,
@@ -61,6 +66,7 @@ from gpudiag.model.status import (
 )
 
 __all__ = [
+    "Action",
     "CLOCK_EVENT_REASONS",
     "CheckSettings",
     "FactValue",
@@ -69,6 +75,7 @@ __all__ = [
     "GpuProcess",
     "GpuReading",
     "GpuSample",
+    "NvLink",
     "Host",
     "HostReport",
     "HostStatus",
@@ -94,6 +101,7 @@ __all__ = [
     "UnreachableReason",
     "VM_DMI_NAMES",
     "decode_reasons",
+    "highest",
     "host_status_label",
     "link_names",
     "reasons_mask",

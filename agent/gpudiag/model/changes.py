@@ -6,18 +6,20 @@ history; the reports (:mod:`gpudiag.report`) render them. Standard library only.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import enum
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gpudiag.model import Finding, HostReport, Severity, SweepReport
+from gpudiag.model import Action, Finding, HostReport, Severity, SweepReport
 
 NO_GPU = "-"  # the GPU part of the key of a host-wide finding
 # Evidence that tells apart several findings of one code on one GPU or host: a log's signatures and
 # expectations. An Xid is known by its code (and its PCI address where no GPU of the node has it).
-_SUBJECT_KEYS = ("signature", "expectation")
+# A held-idle GPU's holder (its job, container or pid): another job holding the GPU is another streak.
+_SUBJECT_KEYS = ("signature", "expectation", "holder")
 _MASKED_UUID_CHARS = frozenset("0-")
 
 
@@ -43,6 +45,8 @@ class OpenFinding:
     since: str  # started_at of the first run of its current streak (ISO 8601)
     runs: int  # consecutive runs it has been open, this one included
     carried: bool = False  # its host did not answer: kept open, not verified
+    action: Action = Action.NONE  # what to do, as reported (repeats may have raised it)
+    needed: Action | None = None  # what it asked for before repeats raised it (the history counts these)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,6 +96,7 @@ class ChangeSet:
     previous_started_at: str | None  # None: the first recorded run
     findings: tuple[FindingChange, ...]
     hosts: tuple[HostChange, ...] = ()
+    host_actions: Mapping[str, Action] = dataclasses.field(default_factory=dict)  # this run's, per swept host
 
     def of_state(self, state: ChangeState) -> tuple[FindingChange, ...]:
         return tuple(c for c in self.findings if c.state is state)

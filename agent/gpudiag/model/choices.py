@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import enum
 
+from gpudiag.model.actions import Action
+
 
 class Source(str, enum.Enum):
     """Where the collector reads the GPUs (``--source``)."""
@@ -27,10 +29,25 @@ class EventLoop(str, enum.Enum):
 
 
 class DrainLevel(str, enum.Enum):
-    """The least severe finding that drains a Slurm node (``--drain-on``); ``gpudiag.audit.drain`` acts on it."""
+    """What drains a Slurm node (``--drain-on``); ``gpudiag.audit.drain`` acts on it: a severity (the least
+    severe finding that drains: ``critical``, ``warning``), or a rung of the action ladder (the node's action
+    at least that: ``reset_gpu`` drains a node that needs a GPU reset or more). The action members are the
+    ladder's words above ``none`` (:class:`gpudiag.model.Action`; tests/unit/audit/test_drain.py keeps them
+    the same)."""
 
     CRITICAL = "critical"
     WARNING = "warning"
+    WATCH = "watch"
+    RESTART_WORKLOAD = "restart_workload"
+    RESET_GPU = "reset_gpu"
+    REBOOT_NODE = "reboot_node"
+    DRAIN_AND_INSPECT = "drain_and_inspect"
+    REPLACE_GPU = "replace_gpu"
+
+    @property
+    def action(self) -> Action | None:
+        """The ladder's action this threshold names; None for a severity level."""
+        return None if self in (DrainLevel.CRITICAL, DrainLevel.WARNING) else Action.from_label(self.value)
 
 
 class TextFormat(str, enum.Enum):

@@ -20,6 +20,11 @@ CLOCK_EVENT_REASONS: tuple[tuple[int, str], ...] = (
     (0x40, "hw_thermal_slowdown"),
     (0x80, "hw_power_brake_slowdown"),
     (0x100, "display_clock_setting"),
+    # Added by the newest drivers and bindings (nvml.h nvmlClocksEventReasonBoardLimit and ...Reliability;
+    # https://docs.nvidia.com/deploy/nvml-api/api/group__nvmlClocksEventReasons.html): before, these bits
+    # read "0x200" and "0x400".
+    (0x200, "board_limit"),
+    (0x400, "reliability"),
 )
 _REASON_BIT = {name: bit for bit, name in CLOCK_EVENT_REASONS}
 
@@ -53,10 +58,33 @@ class GpuSample:
     sm_clock_mhz: float | None = None  # clocks.sm
     clock_event_reasons_mask: int | None = None  # clocks_event_reasons.active
     temperature_c: float | None = None  # temperature.gpu
+    memory_temperature_c: float | None = None  # temperature.memory (HBM), NVML_FI_DEV_MEMORY_TEMP
     pstate: str | None = None
     pcie_gen: int | None = None  # pcie.link.gen.current
     pcie_width: int | None = None  # pcie.link.width.current
     memory_used_mib: float | None = None  # memory.used
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NvLink:
+    """One NVLink of a GPU over the sampling window: its state at the window's end and its error counters
+    (CRC, replay, recovery: since the driver loaded) at the end, with how much each rose within the window.
+    None: not reported (the driver gave no value, or only one end of the window was read)."""
+
+    link: int
+    active: bool | None = None
+    crc_errors: int | None = None
+    replay_errors: int | None = None
+    recovery_errors: int | None = None
+    crc_errors_rise: int | None = None  # end minus start of the window
+    replay_errors_rise: int | None = None
+    recovery_errors_rise: int | None = None
+
+    def rises(self) -> tuple[tuple[str, int], ...]:
+        """(counter, rise) of the counters that rose within the window: ("crc", 12)."""
+        return tuple((name, rise) for name, rise in (("crc", self.crc_errors_rise),
+                                                     ("replay", self.replay_errors_rise),
+                                                     ("recovery", self.recovery_errors_rise)) if rise)
 
 
 class PowerSource(str, enum.Enum):
@@ -130,6 +158,33 @@ class GpuReading:
     pcie_width_max: int | None = None
     ecc_uncorrected: int | None = None  # ecc.errors.uncorrected.volatile.total
     memory_total_mib: float | None = None
+    # Memory health (read once per window; None: this GPU or driver does not report it)
+    remapped_rows_correctable: int | None = None  # remapped_rows.correctable: rows remapped for correctable errors
+    remapped_rows_uncorrectable: int | None = None  # remapped_rows.uncorrectable
+    remapped_rows_pending: bool | None = None  # remapped_rows.pending: a remap waits for the next GPU reset
+    remapped_rows_failure: bool | None = None  # remapped_rows.failure: a remap failed (no spare row left)
+    retired_pages_sbe: int | None = None  # retired_pages.single_bit_ecc.count (before Ampere)
+    retired_pages_dbe: int | None = None  # retired_pages.double_bit.count
+    retired_pages_pending: bool | None = None  # retired_pages.pending: a retirement waits for a reset
+    ecc_mode_enabled: bool | None = None  # ecc.mode.current (None: the GPU has no ECC)
+    ecc_mode_pending_enabled: bool | None = None  # ecc.mode.pending: what the next reset switches to
+    ecc_corrected: int | None = None  # ecc.errors.corrected.volatile.total (since the driver loaded)
+    ecc_uncorrected_aggregate: int | None = None  # ecc.errors.uncorrected.aggregate.total (lifetime, InfoROM)
+    ecc_corrected_aggregate: int | None = None  # ecc.errors.corrected.aggregate.total
+    # The driver's recommended recovery (gpu_recovery_action, NVML_FI_DEV_GET_GPU_RECOVERY_ACTION): "none",
+    # "gpu_reset", "node_reboot", "drain_p2p", "drain_and_reset" (gpudiag_node.readings.ENUMS)
+    gpu_recovery_action: str | None = None
+    # Configuration
+    persistence_mode_enabled: bool | None = None  # persistence_mode
+    compute_mode: str | None = None  # "default", "exclusive_process", "prohibited"
+    mig_mode_enabled: bool | None = None  # mig.mode.current (None: no MIG on this GPU)
+    mig_mode_pending_enabled: bool | None = None  # mig.mode.pending
+    vbios_version: str | None = None  # vbios_version
+    inforom_image_version: str | None = None  # inforom.img
+    # NVSwitch fabric (nvmlDeviceGetGpuFabricInfoV): "not_supported", "not_started", "in_progress", "completed"
+    fabric_state: str | None = None
+    fabric_status: str | None = None  # fabric.status: "Success", or the error, once the state is completed
+    fabric_health: str | None = None  # fabric.health.summary: "healthy", "unhealthy", "limited_capacity"
     utilization_pct: float | None = None
     memory_utilization_pct: float | None = None
     power_w: float | None = None  # median of the samples' power.draw
@@ -137,6 +192,7 @@ class GpuReading:
     sm_clock_mhz: float | None = None
     clock_event_reasons_mask: int | None = None  # every reason active in any sample (OR of the masks)
     temperature_c: float | None = None
+    memory_temperature_c: float | None = None
     pstate: str | None = None  # the last sample's
     pcie_gen: int | None = None  # lower median: a generation the link really ran at
     pcie_width: int | None = None
@@ -152,6 +208,9 @@ class GpuReading:
     dram_active_pct: float | None = None
     sm_activity_from: str | None = None  # "nvml gpm" or "dcgm"
     sm_activity_unavailable: str | None = None  # why GPM gave none for this GPU ("not supported", MIG...)
+    # NVLink per link (gpudiag_node.links); () where the GPU has none or they were not read
+    nvlinks: tuple[NvLink, ...] = ()
+    nvlink_window_s: float | None = None  # between the two reads of the counters
     samples: tuple[GpuSample, ...] = ()
 
     @property

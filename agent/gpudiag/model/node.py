@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from gpudiag.model.gpu import GpuReading
 from gpudiag.model.logs import LogScan
+from gpudiag.model.nccl_ras import NcclRasStatus
 from gpudiag.model.status import SmiStatus
 
 
@@ -185,12 +186,13 @@ class NodeReadings:
     processes: tuple[GpuProcess, ...] = ()  # every process on every GPU, by GPU then pid
     processes_from: str | None = None  # "nvml" or "nvidia-smi"; None: not read
     processes_user: str | None = None  # the user /proc was read as
+    # NVSwitch systems only (gpudiag_node.links.fabric_manager); None elsewhere: not applicable
+    nvswitch_count: int | None = None  # /dev/nvidia-nvswitch<N> devices
+    fabric_manager_running: bool | None = None  # an nv-fabricmanager process runs
+    processes_unlisted: tuple[int, ...] = ()  # GPUs whose process list could not be read (NVML's error)
 
     def processes_on(self, gpu: int) -> tuple[GpuProcess, ...]:
         return tuple(p for p in self.processes if p.gpu == gpu)
 
-    def main_process(self, gpu: int) -> GpuProcess | None:
-        """The process that matters most on ``gpu``: the one holding the most GPU memory, then the busiest."""
-        procs = self.processes_on(gpu)
-        return max(procs, key=lambda p: (p.used_memory_mib or 0.0, p.cpu_pct or 0.0), default=None)
     hung_calls: tuple[HungCall, ...] = ()  # calls killed at their bound, in order
+    nccl_ras: NcclRasStatus | None = None  # what the node's NCCL job's RAS thread said; None: not asked

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gpudiag.model.actions import Action, highest
 from gpudiag.model.gpu import GpuReading
 from gpudiag.model.node import NodeReadings
 from gpudiag.model.settings import CheckSettings
@@ -33,7 +34,8 @@ def host_status_label(host: HostReport) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:
-    """A verdict: stable code, severity, where, one sentence, and the numbers behind it."""
+    """A verdict: stable code, severity, what to do (``action``: the ladder of :mod:`gpudiag.model.actions`,
+    chosen by :data:`gpudiag.checks.actions.ACTIONS`), where, one sentence, and the numbers behind it."""
 
     code: str
     severity: Severity
@@ -41,6 +43,8 @@ class Finding:
     gpu: int | None
     summary: str
     evidence: Mapping[str, object] = field(default_factory=dict)
+    # What to do, on the ladder; a check leaves it NONE and checks.evaluate sets it from the one table
+    action: Action = Action.NONE
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +75,11 @@ class HostReport:
     @property
     def gpus(self) -> tuple[GpuReading, ...]:
         return self.readings.gpus if self.readings else ()
+
+    @property
+    def action(self) -> Action:
+        """The host's action: the highest of its findings' on the ladder (NONE with no finding)."""
+        return highest(f.action for f in self.findings)
 
 
 # The exit code of a sweep stopped by a signal, as a shell reports a command that signal ended (128 + its number).

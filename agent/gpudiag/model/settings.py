@@ -30,8 +30,17 @@ class CheckSettings:
     host_bound_max_utilization_pct: float = 50.0
     """... while its GPU reads at most this busy (H200 eager decode 16%, Python-launched small GEMMs 19%;
     every device-bound workload 98-100%) ..."""
-    host_bound_min_utilization_pct: float = 5.0
-    """... and at least this busy: below, the GPU is idle (a server's idle loop may poll at 100% CPU)."""
+    host_bound_min_utilization_pct: float = 1.0
+    """... and, where NVML gives no per-process SM share, some sample of the window at least this busy (or SM
+    activity above zero): kernels ran. A GPU that ran none is idle (a server's idle loop may poll at 100% CPU).
+    The busiest sample, not the median: H200 eager decode read 4% busy over 3 samples, 4-7% over 5."""
+    held_idle_memory_pct: float = 50.0
+    """GPU_HELD_IDLE: a GPU 0% busy in every sample while one process holds at least this share of its memory
+    (H200: a 100 GiB holder held 71% at 0% busy and 124 W)."""
+    unaccounted_memory_mib: float = 4096.0
+    """GPU_MEMORY_UNACCOUNTED: used memory at least this far above what the listed processes hold (H200 driver
+    580: NVML counts 615 MiB reserved by the driver, nvidia-smi 9 MiB per process: at most 624 MiB on every
+    recording)."""
     odd_gpu_utilization_points: float = 30.0
     """ODD_GPU_OUT: on a node whose GPUs run one job, a GPU this many points of utilization from its peers'
     median ..."""
@@ -47,3 +56,9 @@ class CheckSettings:
     """THERMAL/HW_SLOWDOWN: critical when the reason is active in at least this share of samples ..."""
     slowdown_critical_clock_drop_pct: float = 30.0
     """... and the median SM clock is at least this far below its maximum."""
+    xid_storm_lines: float = 20.0
+    """XID_STORM: this many lines of one Xid on one GPU within the kernel log's window (24 h by default) is a
+    storm, not an event. One fault writes a handful of lines (an Xid 13 is logged once per faulting SM or
+    TPC, an Xid 43/45 follows each killed channel, a crashed 8-rank job writes one per GPU), so 20 is several
+    faults; a GPU that keeps faulting under new jobs, or a remap or ECC Xid that recurs, reaches it within a
+    day."""

@@ -12,7 +12,9 @@ The change set's JSON (``gpudiag.audit.changes/1``)::
                    "carried": <its host did not answer: kept open, unverified>,
                    "flapping": <changed state flap-changes times in the last flap-window runs>,
                    "became_flapping": <this run is the one it started to flap>,
-                   "renotify": <sent again because it stayed open past --renotify>}],
+                   "renotify": <sent again because it stayed open past --renotify>,
+                   "action": <what to do, on the ladder: none, watch, ..., replace_gpu>}],
+     "host_actions": {<each host named above>: <its action now: the highest of its findings'>},
      "hosts": [{"host", "status", "previous_status", "came_back"}]}
 
 In the sweep document (``gpudiag.sweep/3``; these are added fields, no field changes meaning), each finding
@@ -56,7 +58,7 @@ def change_document(change: FindingChange, *, renotify: bool = False) -> dict[st
     return {"state": change.state.value, "fingerprint": f.fingerprint, "code": f.code,
             "severity": f.severity.label, "host": f.host, "gpu": f.gpu, "gpu_key": f.gpu_key, "summary": f.summary,
             "since": f.since, "runs": f.runs, "carried": f.carried, "flapping": change.flapping,
-            "became_flapping": change.became_flapping, "renotify": renotify}
+            "became_flapping": change.became_flapping, "renotify": renotify, "action": f.action.label}
 
 
 def _host_document(host: HostChange) -> dict[str, Any]:
@@ -73,8 +75,13 @@ def changes_document(changes: ChangeSet, findings: tuple[FindingChange, ...] | N
     chosen = changes.findings if findings is None else findings
     finding_docs = [change_document(c, renotify=c.finding.fingerprint in renotified) for c in chosen]
     host_docs = [_host_document(h) for h in changes.hosts]
+    named = [c.finding.host for c in chosen] + [h.host for h in changes.hosts]
+    host_actions = {host: changes.host_actions[host].label for host in dict.fromkeys(named)
+                    if host in changes.host_actions}
     return {"schema": CHANGES_SCHEMA, "started_at": changes.started_at,
             "previous_started_at": changes.previous_started_at,
+            # each named host's action now (the highest of its findings' on the ladder; none: nothing to do)
+            "host_actions": host_actions,
             "changes": [{"change": change_kind(c), **d} for c, d in zip(chosen, finding_docs, strict=True)]
             + [{"change": "host_back" if h.came_back else "host_gone", "code": None, "gpu": None, **d}
                for h, d in zip(changes.hosts, host_docs, strict=True)],

@@ -43,3 +43,15 @@ def findings_by_severity(report: SweepReport) -> dict[str, int]:
     """Every severity label (ok, warning, critical, unknown; zeros included) → count."""
     counts = Counter(f.severity for f in report.findings)
     return {severity.label: counts.get(severity, 0) for severity in Severity}
+
+
+HELD_IDLE = "GPU_HELD_IDLE"
+
+
+def held_idle(report: SweepReport) -> tuple[int, float, dict[str, int]]:
+    """The GPUs held and idle (GPU_HELD_IDLE): how many, the GiB their holders hold, and how many per owner (the
+    holding process's user; "unknown" where not readable), most first."""
+    found = [f for f in report.findings if f.code == HELD_IDLE]
+    held = sum(float(v) for f in found if isinstance(v := f.evidence.get("used_memory_mib"), (int, float)))
+    owners = Counter(str(f.evidence.get("user") or "unknown") for f in found)
+    return len(found), round(held / 1024.0, 1), dict(owners.most_common())

@@ -6,7 +6,8 @@ Shown under a host's findings (not for hosts without findings: context explains 
 
 from __future__ import annotations
 
-from gpudiag.model import GpuProcess, HostReport, NodeContext, NodeReadings, link_names
+from gpudiag.model import Finding, GpuProcess, HostReport, NodeContext, NodeReadings, link_names
+from gpudiag.model.culprit import ChosenBy, ProcessChoice, choose_working
 
 FACTS_SHOWN = 12  # at most this many facts per server line
 _MEASURES = ("sglang_decode_batch",)  # info signatures whose last values are worth a line
@@ -43,7 +44,7 @@ def evidence_lines(host: HostReport) -> tuple[tuple[str, str], ...]:
     context = context_line(readings.context, len(readings.gpus))
     if context:
         lines.append(("context", context))
-    lines.extend(process_lines(readings))
+    lines.extend(process_lines(readings, host.findings))
     for scan in readings.logs:
         for facts in scan.facts:
             if not facts.values:
@@ -78,14 +79,36 @@ def process_text(p: GpuProcess, others: int = 0) -> str:
     return ", ".join(parts) + (f" (+{others} more)" if others else "")
 
 
-def process_lines(readings: NodeReadings) -> tuple[tuple[str, str], ...]:
-    """("gpu 0", the main process on GPU 0) for each GPU that has processes; GPUs whose main process is the
-    same one process (a job over several GPUs) share a line."""
+def shown_process(readings: NodeReadings, gpu: int, findings: tuple[Finding, ...] = ()) -> ProcessChoice | None:
+    """The process a GPU's row names, by the findings' rule: the one its first finding names (the pid in the
+    evidence, with how it was chosen: the pegging process of HOST_BOUND, the holder of GPU_HELD_IDLE), else
+    the one whose kernels occupy it (:func:`choose_working`: the SM share, the only one, or ambiguous)."""
+    procs = readings.processes_on(gpu)
+    for f in findings:
+        chosen_by = f.evidence.get("process_chosen_by")
+        pid = f.evidence.get("pid")
+        if f.gpu != gpu or not isinstance(chosen_by, str) or not isinstance(pid, int):
+            continue
+        named = next((p for p in procs if p.pid == pid), None)
+        if named is not None and chosen_by in {c.value for c in ChosenBy}:
+            return ProcessChoice(chosen_by=ChosenBy(chosen_by), process=named,
+                                 why=str(f.evidence.get("process_chosen_why") or ""))
+    return choose_working(procs)
+
+
+def process_lines(readings: NodeReadings, findings: tuple[Finding, ...] = ()) -> tuple[tuple[str, str], ...]:
+    """("gpu 0", the process GPU 0's row names) for each GPU that has processes; GPUs that name the same one
+    process (a job over several GPUs) share a line; an ambiguous GPU lists its processes."""
     by_text: dict[str, list[int]] = {}
     for gpu in readings.gpus:
-        main = readings.main_process(gpu.index)
-        if main is not None:
-            by_text.setdefault(process_text(main, len(readings.processes_on(gpu.index)) - 1), []).append(gpu.index)
+        choice = shown_process(readings, gpu.index, findings)
+        if choice is None:
+            continue
+        if choice.process is not None:
+            text = process_text(choice.process, len(readings.processes_on(gpu.index)) - 1)
+        else:
+            text = "cannot tell which runs the kernels: " + "; ".join(process_text(p) for p in choice.candidates)
+        by_text.setdefault(text, []).append(gpu.index)
     return tuple((f"gpu {_ranges(gpus)}", text) for text, gpus in by_text.items())
 
 

@@ -13,6 +13,8 @@ Derived values, written for the reader and ignored when read back:
 * per GPU, ``power``: the one power figure every report shows (:func:`power_document`: ``watts``,
   ``source``: ``energy_counter``, ``power_draw`` or ``power_draw_instant``, ``pct_of_limit``), and
   ``clock_event_reasons`` (the names of the mask's bits);
+* per host, ``action``: the highest of its findings' actions on the ladder (each finding's own ``action`` is a
+  field of the finding);
 * per GPU link, ``kind``; per node context, ``interconnect`` and ``is_vm``;
 * the ``summary`` block.
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from gpudiag.model import (
@@ -40,7 +43,7 @@ from gpudiag.model import (
 )
 from gpudiag.model.json_codec import Shape, decode, encode, plain
 from gpudiag.report.changes_report import annotate
-from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
+from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, held_idle, hosts_by_status
 from gpudiag.report.view import ReportView
 
 
@@ -53,6 +56,7 @@ def summarize(report: SweepReport) -> dict[str, Any]:
         "gpus_by_sm": gpus_by_sm(report),
         "findings_by_code": findings_by_code(report),
         "findings_by_severity": findings_by_severity(report),
+        "gpus_held_idle": held_idle(report)[0],
         "exit_code": report.exit_code,
     }
 
@@ -84,8 +88,10 @@ def _shape(samples_detail: bool) -> Shape:
 
 def _host_derived(shape: Shape) -> Any:
     def derived(host: HostReport) -> dict[str, Any]:
-        # A host's readings are its "node" object, its GPUs listed beside it, then its findings.
-        return {"node": encode(host.readings, shape) if host.readings is not None else None,
+        # A host's action (the highest of its findings'), its readings as its "node" object, its GPUs listed
+        # beside it, then its findings (each with its own action).
+        return {"action": plain(host.action),
+                "node": encode(host.readings, shape) if host.readings is not None else None,
                 "gpus": [encode(g, shape) for g in host.gpus],
                 "findings": [encode(f, shape) for f in host.findings]}
     return derived
@@ -179,7 +185,13 @@ def _host_from(doc: Mapping[str, Any], schema: str) -> HostReport:
     node = doc.get("node")
     if node is None and gpus:
         raise ValueError(f"host {doc['host']!r} lists GPUs but has no node object")
-    return decode(HostReport, doc, readings=decode(NodeReadings, node, gpus=gpus) if node is not None else None)
+    host = decode(HostReport, doc, readings=decode(NodeReadings, node, gpus=gpus) if node is not None else None)
+    if any("action" not in f for f in doc.get("findings") or ()):
+        # A document from before findings had an action: each gets the one its code gets now.
+        from gpudiag.checks.actions import with_action
+
+        host = replace(host, findings=tuple(with_action(f) for f in host.findings))
+    return host
 
 
 def from_document(doc: Mapping[str, Any]) -> SweepReport:

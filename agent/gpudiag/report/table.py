@@ -23,10 +23,20 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from gpudiag.model import GpuReading, HostReport, Severity, SmiStatus, SweepReport, host_status_label, worst
+from gpudiag.model import (
+    Action,
+    GpuReading,
+    HostReport,
+    Severity,
+    SmiStatus,
+    SweepReport,
+    host_status_label,
+    worst,
+)
 from gpudiag.report.changes_text import render_changes
 from gpudiag.report.columns import Column, allot, fit, total, wrap
-from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, hosts_by_status
+from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, held_idle, hosts_by_status
+from gpudiag.report.evidence import shown_process
 from gpudiag.report.findings_section import SEVERITY_TAGS, findings_section, most_serious_first
 from gpudiag.report.fold import counted_label, generic, group_hosts, host_label, index_ranges, label_parts, shown
 from gpudiag.report.terminal import safe, safe_text, trimmed_lines
@@ -127,7 +137,7 @@ class GpuColumn:
 
 
 NAME_COLUMN = "name"  # its width is chosen by the layout (_NAME_WIDE or _NAME_NARROW)
-PROCESS_COLUMN = "process"  # the GPU's main process (NodeReadings.main_process); left out when no GPU has one
+PROCESS_COLUMN = "process"  # the process the GPU's findings name, else its kernels' (evidence.shown_process)
 
 GPU_COLUMNS: tuple[GpuColumn, ...] = (
     GpuColumn(header="host", cell=None, priority=100, left=True, fold_to=20, nominal=13, wraps=True),
@@ -206,8 +216,8 @@ def host_block(host: HostReport, *, fold: bool = True) -> HostBlock:
     rows = []
     for gpu in sorted(host.gpus, key=lambda g: g.index):
         severities = [f.severity for f in host.findings if f.gpu == gpu.index]
-        main = host.readings.main_process(gpu.index) if host.readings is not None else None
-        rows.append((gpu_cells(gpu, main.label if main else MISSING), worst(severities) if severities else None))
+        shown = shown_process(host.readings, gpu.index, host.findings) if host.readings is not None else None
+        rows.append((gpu_cells(gpu, shown.label if shown else MISSING), worst(severities) if severities else None))
     return HostBlock(status=host_status_label(host), rows=tuple(_fold_gpu_rows(rows) if fold else rows), codes=codes)
 
 
@@ -371,6 +381,15 @@ def _summary_section(report: SweepReport, color: bool) -> list[RenderableType]:
         grid.add_row(safe_text("power"), safe_text("shown as " + ", ".join(
             f"{source.short} ({n} GPU{'s' if n != 1 else ''})" for source, n in sources.most_common())))
     grid.add_row(safe_text("findings"), safe_text(f"{len(report.findings)}: {_counts(findings_by_code(report))}"))
+    actions = Counter(h.action for h in report.hosts if h.action is not Action.NONE)
+    if actions:  # what to do, highest first: the hosts by their action (the highest of their findings')
+        grid.add_row(safe_text("actions"), safe_text(", ".join(
+            f"{action.label} ({n} host{'s' if n != 1 else ''})"
+            for action, n in sorted(actions.items(), key=lambda item: -item[0].rank))))
+    idle, gib, owners = held_idle(report)
+    if idle:  # a cluster operator's first cost question: which allocated GPUs do nothing, and whose
+        grid.add_row(safe_text("held idle"), safe_text(
+            f"{idle} GPU{'s' if idle != 1 else ''} held at 0% ({gib:.1f} GiB): {_counts(owners)}"))
     grid.add_row(safe_text("sweep"), safe_text(f"started {report.started_at}, took {report.duration_s:.1f} s"))
     exit_style = {0: "green", 1: "yellow", 2: "bold red"}.get(code, "") if color else ""
     return [
@@ -440,14 +459,17 @@ def render(report: SweepReport, view: ReportView) -> str:
 
 
 def render_summary_line(report: SweepReport) -> str:
-    """One line: hosts by status, GPUs, findings by severity, exit code and its meaning."""
+    """One line: hosts by status, GPUs (and how many are held idle), findings by severity, exit code and its
+    meaning."""
     code = report.exit_code
     n_gpus = sum(len(h.gpus) for h in report.hosts)
     findings = len(report.findings)
     counts = findings_by_severity(report)
     by_severity = _counts({s.label: counts[s.label] for s in sorted(Severity, key=most_serious_first)})
     findings_text = f"{findings} findings ({by_severity})" if findings else "0 findings"
+    idle = held_idle(report)[0]
+    gpus_text = f"{n_gpus} GPUs" + (f" ({idle} held idle)" if idle else "")
     return (
-        f"{len(report.hosts)} hosts ({_counts(hosts_by_status(report))}), {n_gpus} GPUs, {findings_text}; "
+        f"{len(report.hosts)} hosts ({_counts(hosts_by_status(report))}), {gpus_text}, {findings_text}; "
         f"exit {code}: {EXIT_MEANINGS.get(code, 'unexpected exit code')}"
     )

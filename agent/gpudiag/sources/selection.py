@@ -139,6 +139,8 @@ class SlurmNodes:
                                  identity_file=selection.identity_file), exclude=selection.exclude)
         if not found:
             raise SelectionError("--exclude leaves none of the nodes Slurm gave")
+        if selection.slurm.job:  # a job's nodes are one group for the fleet checks (DRIVER_DRIFT)
+            found = tuple(dataclasses.replace(h, groups=(*h.groups, f"job {selection.slurm.job}")) for h in found)
         kept = {host.name for host in found}
         return dataclasses.replace(so_far, hosts=tuple(found),
                                    slurm_nodes={node.name: node for node in nodes if node.name in kept})

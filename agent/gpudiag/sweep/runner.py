@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gpudiag.checks import CheckSettings, evaluate
+from gpudiag.checks.fleet import with_fleet_findings
 from gpudiag.collect.parse import ProbeFormatError, parse_probe_output
 from gpudiag.collect.remote import TIMEOUT_EXIT_STATUSES, collector_call
 from gpudiag.logs.plan import NO_LOGS, LogOptions, LogPlan, build_plans
@@ -153,7 +154,7 @@ async def _run(transport: Transport, host: Host, command: RemoteCommand, give_up
 async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptions, *,
                 plans: Mapping[str, LogPlan] | None = None, close_transport: bool = True,
                 on_note: Callable[[str], None] | None = None, stop: asyncio.Event | None = None,
-                observer: SweepObserver | None = None) -> SweepReport:
+                observer: SweepObserver | None = None, fleet: bool = True) -> SweepReport:
     """Sweep ``hosts`` with at most ``options.concurrency`` in flight; reports keep the hosts' order.
 
     Fewer are in flight when this process's open-file limit cannot fit that many
@@ -168,7 +169,8 @@ async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptio
     ``stop`` set (the CLI sets it on SIGINT/SIGTERM): no host starts any more, the hosts in flight are
     cancelled (their channels close, which ends the collector on the node: :mod:`gpudiag.collect.remote`), and the
     report holds the hosts that finished, the rest ``cancelled``. ``observer`` is told as each host starts
-    (holds a slot of the window) and finishes."""
+    (holds a slot of the window) and finishes. ``fleet``: add the checks across hosts (DRIVER_DRIFT within each
+    host's groups) once all are in; False for a worker's share of a larger sweep (the parent adds them)."""
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()
     in_flight, note = window_for(max(1, min(options.concurrency, len(hosts))))
@@ -207,8 +209,14 @@ async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptio
         raise asyncio.CancelledError  # not stopped by the caller: a cancellation is never swallowed
     reports = tuple(cancelled_report(host) if task.cancelled() else task.result()
                     for host, task in zip(hosts, tasks, strict=True))
-    return SweepReport(started_at=started_at, duration_s=round(time.monotonic() - started, 3), hosts=reports,
-                       settings=options.settings)
+    report = SweepReport(started_at=started_at, duration_s=round(time.monotonic() - started, 3), hosts=reports,
+                         settings=options.settings)
+    return with_fleet_findings(report, host_groups(hosts)) if fleet else report
+
+
+def host_groups(hosts: Sequence[Host]) -> dict[str, tuple[str, ...]]:
+    """host -> its groups (inventory groups, Slurm partitions, ``job N``): what the fleet checks compare within."""
+    return {host.name: host.groups for host in hosts}
 
 
 async def _until_done_or_stopped(tasks: Sequence[asyncio.Future[HostReport]], stop: asyncio.Event | None) -> None:

@@ -136,7 +136,7 @@ def _worker(job: _Job, events: Connection, control: Connection) -> None:
         loop.add_reader(control.fileno(), on_control)
         transport = open_transport(job.ssh.options(job.hosts))
         await sweep(job.hosts, transport, job.options, plans=job.plans, stop=stop, observer=_Forward(events),
-                    on_note=lambda line: events.send(("note", line)))
+                    on_note=lambda line: events.send(("note", line)), fleet=False)
 
     try:
         # A signal stops this worker's sweep once; the parent decides what a second one does.
@@ -187,7 +187,8 @@ async def sweep_in_workers(hosts: Sequence[Host], options: SweepOptions, plans: 
     :func:`gpudiag.sweep.runner.sweep` would
     make it. ``options.concurrency`` and the SSH pacing bounds hold for all the workers together."""
     from gpudiag.checks import evaluate
-    from gpudiag.sweep.runner import cancelled_report
+    from gpudiag.checks.fleet import with_fleet_findings
+    from gpudiag.sweep.runner import cancelled_report, host_groups
 
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()
@@ -254,8 +255,9 @@ async def sweep_in_workers(hosts: Sequence[Host], options: SweepOptions, plans: 
         return HostReport(host=host.name, address=host.address, status=HostStatus.ERROR, error=error,
                           findings=evaluate(host.name, HostStatus.ERROR, error, None, options.settings))
 
-    return SweepReport(started_at=started_at, duration_s=round(time.monotonic() - started, 3),
-                       hosts=in_order(hosts, finished, unfinished), stopped_by=stopped_by, settings=options.settings)
+    report = SweepReport(started_at=started_at, duration_s=round(time.monotonic() - started, 3),
+                         hosts=in_order(hosts, finished, unfinished), stopped_by=stopped_by, settings=options.settings)
+    return with_fleet_findings(report, host_groups(hosts))  # across every worker's hosts, not each share
 
 
 def _tell_stop(worker: _Running) -> None:

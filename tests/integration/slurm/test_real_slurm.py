@@ -79,7 +79,7 @@ def test_sweep_drain_and_undrain_through_slurm_and_sshd(slurm: SlurmCluster, ssh
     assert (by_host["gpu02"]["scheduler_state"], by_host["gpu02"]["scheduler_reason"]) == ("idle", None)
     (drain,) = doc["slurm"]["actions"]
     assert drain["node"] == "gpu02" and drain["action"] == "drain" and drain["done"] is None
-    assert drain["reason"].startswith("gpudiag: ECC_UNCORRECTED gpu ")
+    assert drain["reason"] == "gpudiag: reset_gpu: ECC_UNCORRECTED gpu 1"  # the node's action, then why
     assert drain["command"] == ["scontrol", "update", "NodeName=gpu02", "State=DRAIN", f"Reason={drain['reason']}"]
     assert dry.stderr.startswith("gpudiag: would drain gpu02 (")
     assert slurm.state_of("gpu02") == ("IDLE", None)  # a dry run changes nothing
@@ -91,7 +91,7 @@ def test_sweep_drain_and_undrain_through_slurm_and_sshd(slurm: SlurmCluster, ssh
     assert "leave  gpu03: already drained by someone else: rma: fan" not in done.stdout  # no finding on gpu03
     assert "gpu02" in done.stdout and "gpu01" not in done.stdout  # --exclude gpu01: not swept, not listed
     assert slurm.state_of("gpu02") == ("IDLE+DRAIN", drain["reason"])
-    assert slurm.state_of("gpu04") == ("IDLE+DRAIN", "gpudiag: DRIVER_ERROR")
+    assert slurm.state_of("gpu04") == ("IDLE+DRAIN", "gpudiag: reboot_node: DRIVER_ERROR")
     assert slurm.state_of("gpu03") == ("IDLE+DRAIN", "rma: fan")
 
     slurm.set_state("gpu01", "DRAIN", "gpudiag: XID 79 gpu 3")  # an old gpudiag drain: gpu01 is healthy now
@@ -101,7 +101,7 @@ def test_sweep_drain_and_undrain_through_slurm_and_sshd(slurm: SlurmCluster, ssh
     assert {n: a["action"] for n, a in actions.items()} == {"gpu01": "resume", "gpu02": "leave", "gpu03": "leave",
                                                              "gpu04": "leave"}
     assert actions["gpu03"]["why"] == "drained by someone else: rma: fan"
-    assert actions["gpu02"]["why"].startswith("not cleared: ECC_UNCORRECTED gpu ")
+    assert actions["gpu02"]["why"] == "not cleared: reset_gpu: ECC_UNCORRECTED gpu 1"
     assert sorted(json.loads(plan.stdout)["hosts_swept"]) == ["gpu01", "gpu02", "gpu04"]
     assert slurm.state_of("gpu01")[0] == "IDLE+DRAIN"  # still a dry run
 
@@ -110,6 +110,38 @@ def test_sweep_drain_and_undrain_through_slurm_and_sshd(slurm: SlurmCluster, ssh
     assert "done: resume gpu01 (cleared (was gpudiag: XID 79 gpu 3))" in resumed.stdout
     assert slurm.state_of("gpu01")[0] in ("IDLE", "IDLE+NOT_RESPONDING")  # Slurm pings it again right after
     assert slurm.state_of("gpu02")[0] == "IDLE+DRAIN" and slurm.state_of("gpu03") == ("IDLE+DRAIN", "rma: fan")
+
+
+def test_drain_on_an_action_threshold(slurm: SlurmCluster, sshd_cluster) -> None:  # type: ignore[no-untyped-def]
+    """--drain-on reset_gpu drains the node whose action is at least a GPU reset (gpu02: uncorrected ECC),
+    with the action leading its reason in Slurm; reboot_node asks more than gpu02 needs (only gpu04's driver
+    error), and a threshold the ladder does not have is typer's usage error naming the choices."""
+    for name in ("gpu02", "gpu04"):
+        if "DRAIN" in slurm.state_of(name)[0]:
+            slurm.set_state(name, "RESUME")  # whatever an earlier test left
+    wide = cli("sweep", "--slurm-partition", "gpu,debug", "--exclude", "gpu03", *ssh_args(sshd_cluster),
+               "--drain-on", "reboot_node", "--format", "json")
+    assert wide.returncode == 2, wide.stderr
+    doc = json.loads(wide.stdout)
+    assert {h["host"]: h["action"] for h in doc["hosts"]} == {"gpu01": "none", "gpu02": "reset_gpu",
+                                                              "gpu04": "reboot_node"}
+    assert [(a["node"], a["reason"]) for a in doc["slurm"]["actions"]] == [
+        ("gpu04", "gpudiag: reboot_node: DRIVER_ERROR")]
+    assert doc["slurm"]["drain_on"] == "reboot_node"
+
+    done = cli("sweep", "--slurm-nodelist", "gpu[01-02]", *ssh_args(sshd_cluster), "--drain-on", "reset_gpu",
+               "--yes")
+    assert done.returncode == 2, done.stderr
+    assert "done: drain gpu02 (action reset_gpu, at least reset_gpu)" in done.stdout
+    assert "gpu02  action: reset_gpu" in done.stdout  # the table says it too
+    assert slurm.state_of("gpu02") == ("IDLE+DRAIN", "gpudiag: reset_gpu: ECC_UNCORRECTED gpu 1")
+    assert slurm.state_of("gpu01")[0] in ("IDLE", "IDLE+NOT_RESPONDING")
+    resumed = cli("undrain", "--slurm-nodelist", "gpu02", *ssh_args(sshd_cluster), "--drain-on", "replace_gpu",
+                  "--yes")  # gpu02 needs a reset, less than replace_gpu: it resumes on that level
+    assert resumed.returncode == 0, resumed.stderr
+    assert slurm.state_of("gpu02")[0] in ("IDLE", "IDLE+NOT_RESPONDING")
+    bad = cli("sweep", "--slurm-partition", "gpu", "--drain-on", "reboot")
+    assert bad.returncode == 3 and "reset_gpu" in bad.stderr and "reboot_node" in bad.stderr
 
 
 def test_sweep_with_history_records_and_drains(slurm: SlurmCluster, sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

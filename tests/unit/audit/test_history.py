@@ -225,7 +225,7 @@ def test_a_version_2_file_reads_before_and_after_the_scope_migration(tmp_path: P
         assert [(r["run"], r["hosts"], r["selection"]) for r in history.runs()] == [(1, 1, None)]
         assert history.version() == 2
         history.record(healthy(0), now_s=T0, selection=("--exclude", "gpu02", "--shard", "1/4"))
-        assert history.version() == HISTORY_SCHEMA == 3
+        assert history.version() == HISTORY_SCHEMA == 4
     with History.open(path) as history:
         assert [(r["run"], r["selection"]) for r in history.runs()] == [
             (2, "--exclude gpu02 --shard 1/4"), (1, None)]

@@ -65,6 +65,12 @@ def test_real_h200_idle_capture_parses_to_exact_reading() -> None:
         enforced_power_limit_w=700.0, default_power_limit_w=700.0, sm_clock_mhz=405.0, max_sm_clock_mhz=1980.0,
         clock_event_reasons_mask=0x1, temperature_c=33.0, pstate="P0", pcie_gen=5, pcie_gen_max=5,
         pcie_width=16, pcie_width_max=16, ecc_uncorrected=0, memory_used_mib=0.0, memory_total_mib=143771.0,
+        # issue 20's readings, as the healthy H200 reports them ([N/A] and N/A: not reported, None)
+        memory_temperature_c=36.0, remapped_rows_correctable=0, remapped_rows_uncorrectable=0,
+        remapped_rows_pending=False, remapped_rows_failure=False, ecc_mode_enabled=True,
+        ecc_mode_pending_enabled=True, ecc_corrected=0, ecc_uncorrected_aggregate=0, ecc_corrected_aggregate=0,
+        gpu_recovery_action="none", persistence_mode_enabled=True, compute_mode="default", mig_mode_enabled=False,
+        mig_mode_pending_enabled=False, vbios_version="96.00.A5.00.1A", inforom_image_version="G520.0282.02.02",
         lost=False, samples=g.samples)
     assert len(g.samples) == 2 and g.samples[1].t_s == 0.5 and g.samples[0].clock_event_reasons_mask == 1
     assert g.clock_event_reasons == ("gpu_idle",) and g.samples[0].power_instant_w == 79.4
@@ -171,6 +177,12 @@ def test_reason_bits_decode_in_order_and_keep_unknown_bits() -> None:
     assert decode_reasons(None) == ()
 
 
+def test_the_newest_drivers_reason_bits_decode_by_name() -> None:
+    """nvml.h's nvmlClocksEventReasonBoardLimit (0x200) and ...Reliability (0x400): before, "0x600"."""
+    assert decode_reasons(0x601) == ("gpu_idle", "board_limit", "reliability")
+    assert decode_reasons(0x1200) == ("board_limit", "0x1000")
+
+
 @pytest.mark.parametrize("stdout", [b"", b"not json", b'{"schema": "other/1"}', b"[1, 2]"])
 def test_not_a_probe_document(stdout: bytes) -> None:
     with pytest.raises(ProbeFormatError):
@@ -181,3 +193,19 @@ def test_document_after_noise_lines_is_found() -> None:
     """A login banner or a motd line before the JSON must not hide it."""
     out = b"Welcome to node 7\n" + json.dumps(doc(sample(LINE + "\n"))).encode() + b"\n"
     assert parse_probe_output(out).gpus[0].name == "NVIDIA H200"
+
+
+def test_the_later_calls_of_the_window_leave_the_once_read_readings_out() -> None:
+    """collectors/gpudiag_node/probe.py asks for the readings read once (health, configuration) in the first
+    call only; the later samples' rows have the columns of ``later_fields`` and still parse, every sample."""
+    from gpudiag_node.readings import ONCE
+
+    once = {r.name for r in ONCE}
+    values = dict(zip([logical for logical, _ in FIELDS], [c.strip() for c in LINE.split(",")], strict=True))
+    later = [f for f in FIELDS if f[0] not in once]
+    short_line = ", ".join(values[logical] for logical, _ in later)
+    node = parse_probe(doc(sample(LINE + "\n"), sample(short_line + "\n", t_s=0.5), later_fields=later))
+    (g,) = node.gpus
+    assert len(g.samples) == 2 and [s.temperature_c for s in g.samples] == [33.0, 33.0]
+    assert (g.remapped_rows_pending, g.gpu_recovery_action, g.failed_readings) == (False, "none", ())
+    assert len(later) < len(FIELDS) and "remapped_rows_pending" not in dict(later)

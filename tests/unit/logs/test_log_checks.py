@@ -23,6 +23,7 @@ from gpudiag.demo.demo_logs import SERVER_ARGS, sglang_glm5_lines, spare_kernel_
 from gpudiag.logs import KERNEL, LogOptions, build_plans
 from gpudiag.logs.xid import describe, gpu_index, pci_key
 from gpudiag.model import (
+    Action,
     Finding,
     GpuLink,
     Host,
@@ -87,7 +88,8 @@ def test_the_autotuner_that_never_ran(tmp_path: Path) -> None:
                   "echo": "sglang_server_args", "server_start_line": 1, "lines_after_start": len(lines) - 1,
                   "expected": "flashinfer_autotune_start,flashinfer_autotune_end,flashinfer_tuning_progress,"
                               "flashinfer_configs_loaded,flashinfer_default_configs",
-                  "disable_flashinfer_autotune": False, "moe_runner_backend": "flashinfer_cutlass", "ep_size": 8})]
+                  "disable_flashinfer_autotune": False, "moe_runner_backend": "flashinfer_cutlass", "ep_size": 8},
+        action=Action.WATCH)]
 
 
 @pytest.mark.parametrize(("why", "change", "absent"), [

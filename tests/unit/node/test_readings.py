@@ -22,11 +22,12 @@ from gpudiag_node.probe import known_fields
 HELP = (Path(__file__).resolve().parents[2] / "data" / "h200_580.159_fields" / "help-query-gpu.txt").read_text()
 # Spellings the H200's driver 580 does not list because they are the OLD names (the fallbacks of old drivers).
 OLD_SPELLINGS = {"power.limit", "clocks.current.sm", "clocks_throttle_reasons.active", "pcie.link.gen.gpucurrent"}
-KIND_TYPES = {"number": float, "int": int, "mask": int, "text": str, "cc": str, "pstate": str}
+KIND_TYPES = {"number": float, "int": int, "mask": int, "text": str, "cc": str, "pstate": str, "flag": bool,
+              "enum": str}
 # Model fields of GpuReading that are not readings of the table: derived, window-level, or DCGM's.
 NOT_READINGS = {"sm", "arch", "energy_power_w", "lost", "failed_readings", "samples", "sm_active_pct",
                 "sm_occupancy_pct", "tensor_active_pct", "dram_active_pct", "sm_activity_from",
-                "sm_activity_unavailable"}
+                "sm_activity_unavailable", "nvlinks", "nvlink_window_s"}
 
 
 def _types(cls: type) -> dict[str, object]:

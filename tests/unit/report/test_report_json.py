@@ -121,7 +121,7 @@ def test_host_node_gpu_sample_finding_keys():
     host = doc["hosts"][1]
 
     assert list(host) == [f.name for f in fields(HostReport) if f.name not in ("readings", "findings")] + [
-        "node", "gpus", "findings"]
+        "action", "node", "gpus", "findings"]
     # Every field in declaration order (nothing listed by hand), then the derived values.
     def names(cls, skip=()):
         return [f.name for f in fields(cls) if f.name not in skip]
@@ -137,7 +137,7 @@ def test_host_node_gpu_sample_finding_keys():
     detailed = to_document(_report(), samples_detail=True)["hosts"][1]["gpus"][1]
     assert list(detailed)[-3:] == ["samples", "power", "clock_event_reasons"]
     assert list(detailed["samples"][0]) == names(GpuSample)
-    assert list(host["findings"][0]) == ["code", "severity", "host", "gpu", "summary", "evidence"]
+    assert list(host["findings"][0]) == ["code", "severity", "host", "gpu", "summary", "evidence", "action"]
 
 
 def test_every_model_field_is_written():
@@ -226,6 +226,7 @@ def test_summary_counts():
         "gpus_by_sm": {"SM90": 3, "SM120": 1, "unknown": 1},
         "findings_by_code": {"BUSY_LOW_POWER": 1, "HOST_UNREACHABLE": 1},
         "findings_by_severity": {"ok": 0, "warning": 0, "critical": 1, "unknown": 1},
+        "gpus_held_idle": 0,
         "exit_code": 2,
     }  # fmt: skip
 

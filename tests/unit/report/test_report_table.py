@@ -9,6 +9,7 @@ test_golden_reports.py) and review the diff:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from pathlib import Path
@@ -368,20 +369,27 @@ def test_same_finding_on_several_gpus_of_a_host_is_one_line():
     assert re.search(r"WARNING\s+BUSY_LOW_POWER\s+gpu 0-3,5\s+5 GPUs; gpu 0 reads 100% busy at 300 W", lines[1])
 
 
-def test_the_process_column_names_each_gpus_main_process_and_is_left_out_where_no_gpu_has_one():
+def test_the_process_column_names_the_process_running_the_kernels_and_is_left_out_where_no_gpu_has_one():
+    """Issue 21: the process whose kernels occupy the GPU (its SM share), not the one holding the most memory;
+    without per-process utilization, the table says it cannot tell and lists them."""
     from gpudiag.model import GpuProcess
 
-    server = GpuProcess(gpu=0, pid=48213, used_memory_mib=90_000.0, command=("python3", "-m", "sglang.launch_server"),
-                        job_id="81723")
-    helper = GpuProcess(gpu=0, pid=500, used_memory_mib=300.0, command=("nvidia-cuda-mps-server",))
+    holder = GpuProcess(gpu=0, pid=48213, used_memory_mib=90_000.0, command=("python3", "-m", "sglang.launch_server"),
+                        job_id="81723", sm_utilization_pct=0.0)
+    spinner = GpuProcess(gpu=0, pid=500, used_memory_mib=300.0, command=("python3", "spin.py"),
+                         sm_utilization_pct=100.0)
     busy = host_report("gpu01", gpus=[gpu(index=0), gpu(index=1)],
-                       readings=node([gpu(index=0), gpu(index=1)], processes=(helper, server)))
+                       readings=node([gpu(index=0), gpu(index=1)], processes=(spinner, holder)))
     plain = host_report("gpu02")
 
     wide = render_table(sweep(busy, plain), width=200)
     assert wide.splitlines()[0].split()[-1] == "process"
-    assert _lines_with(wide, "pid 48213 sglang (job 81723)")  # the one with the most GPU memory
-    assert "pid 500" not in wide
+    assert _lines_with(wide, "pid 500 spin.py")  # its kernels, though it holds the least memory
+    assert "pid 48213" not in wide
+    unknown = [dataclasses.replace(p, sm_utilization_pct=None) for p in (spinner, holder)]
+    blind = host_report("gpu01", gpus=[gpu(index=0)], readings=node([gpu(index=0)], processes=tuple(unknown)))
+    assert _lines_with(render_table(sweep(blind), width=200),
+                       "one of 2: pid 48213 sglang (job 81723), pid 500 spin.py")
     narrow = render_table(sweep(busy, plain), width=80)
     assert "process" in _lines_with(narrow, "not shown at 80 columns")[0]
     without = render_table(sweep(plain), width=200)

@@ -38,10 +38,29 @@ def sweep(*, given: Given) -> None:
     # Slurm's drain step first (never after SIGINT/SIGTERM: that report is partial), so that the history, the
     # files and the notifications carry each node's Slurm state and the actions; then the audit step (record,
     # write, notify) prints the report (a stopped one exits 130/143).
+    report = with_repeats(report, request)
     drained = None
     if selected is not None and selected.slurm_nodes is not None and report.stopped_by is None:
         report, drained = slurm.drain(report, request, selected.slurm_nodes)
     raise typer.Exit(finish(report, request, drained))
+
+
+def with_repeats(report: SweepReport, request: SweepRequest) -> SweepReport:
+    """With ``--history``: the findings of GPUs that needed the same action 3 times this week raised one step
+    (:mod:`gpudiag.audit.repeats`), before the drain step and the audit see the report. A history that cannot
+    be read leaves the report as it is: the audit step says why in its one line."""
+    import time
+
+    from gpudiag.audit.history import HistoryError
+    from gpudiag.audit.repeats import escalate_with_history
+
+    audit = request.audit
+    if audit is None or audit.history is None or report.stopped_by is not None:
+        return report
+    try:
+        return escalate_with_history(report, audit.history, now_s=time.time(), lock_wait_s=audit.lock_wait_s)
+    except HistoryError:
+        return report
 
 
 def finish(report: SweepReport, request: SweepRequest, drained: Drained | None = None) -> int:

@@ -1,0 +1,128 @@
+"""Issue 20's readings through the node's NVML reader (collectors/gpudiag_node/nvml.py, links.py) against the
+fake binding of test_nvml_reader, given the getters and field values the real nvidia-ml-py has: what they
+return on the healthy H200 (its nvidia-smi capture's values), what they return for a fault, and None for
+what a driver or binding lacks."""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import pynvml
+from test_nvml_reader import NVMLError_NotSupported, doc_from, fake_pynvml
+
+from gpudiag.checks import CheckSettings, evaluate
+from gpudiag.collect.parse import parse_probe
+from gpudiag.model import HostStatus, NvLink
+from gpudiag_node.nvml import collect
+
+CONSTANTS = ("NVML_FI_DEV_MEMORY_TEMP", "NVML_FI_DEV_GET_GPU_RECOVERY_ACTION", "NVML_FI_DEV_RETIRED_SBE",
+             "NVML_FI_DEV_RETIRED_DBE", "NVML_FI_DEV_RETIRED_PENDING", "NVML_FI_DEV_NVLINK_LINK_COUNT",
+             "NVML_FI_DEV_NVLINK_ERROR_DL_CRC", "NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY",
+             "NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY", "NVML_MEMORY_ERROR_TYPE_CORRECTED", "NVML_AGGREGATE_ECC",
+             "nvmlGpuFabricInfo_v3", "nvmlGpuFabricInfo_v2")
+
+
+class FabricV3:
+    """pynvml's c_nvmlGpuFabricInfo_v3_t, as the getter fills it."""
+
+    def __init__(self) -> None:
+        self.version = 0
+        self.state = self.status = self.healthMask = self.healthSummary = 0
+
+
+def healthy_h200(**over: Any) -> types.ModuleType:
+    """The fake binding with issue 20's getters, answering as the healthy H200 VM does: no fabric (NotSupported),
+    no NVLink, remapped rows all zero, ECC enabled, recovery action none, HBM at 36 C."""
+    nv = fake_pynvml(count=1)
+    for name in CONSTANTS:
+        setattr(nv, name, getattr(pynvml, name))
+    field_values = {nv.NVML_FI_DEV_MEMORY_TEMP: 36, nv.NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: 0,
+                    nv.NVML_FI_DEV_POWER_INSTANT: 121_500, **over.pop("fields", {})}
+    links = over.pop("links", None)  # {"count": n, "crc": [...], ...}: a GPU with NVLinks
+    answers: dict[str, Any] = {"nvmlDeviceGetRemappedRows": (0, 0, 0, 0), "nvmlDeviceGetEccMode": [1, 1],
+                               "nvmlDeviceGetPersistenceMode": 1, "nvmlDeviceGetComputeMode": 0,
+                               "nvmlDeviceGetMigMode": [0, 0], "nvmlDeviceGetVbiosVersion": "96.00.A5.00.1A",
+                               "nvmlDeviceGetInforomImageVersion": "G520.0282.02.02", **over}
+    for name, value in answers.items():
+        setattr(nv, name, (lambda v: lambda *a: v)(value))
+    if links is not None:
+        field_values[nv.NVML_FI_DEV_NVLINK_LINK_COUNT] = links["count"]
+        nv.nvmlDeviceGetNvLinkState = lambda h, link: links["active"][link]  # type: ignore[attr-defined]
+    fabric = answers.get("fabric")
+
+    def fabric_info(handle: Any, filled: FabricV3) -> int:
+        if fabric is None:
+            raise NVMLError_NotSupported("Not Supported")
+        filled.state, filled.status, filled.healthSummary = fabric
+        return 0
+
+    nv.nvmlDeviceGetGpuFabricInfoV = fabric_info  # type: ignore[attr-defined]
+    nv.byref = lambda filled: filled  # type: ignore[attr-defined]  # ctypes.byref; the fake fills it in place
+    nv.c_nvmlGpuFabricInfo_v3_t = FabricV3  # type: ignore[attr-defined]
+    reads = {"n": 0}
+
+    def values(handle: Any, ids: list[Any]) -> list[Any]:
+        out = []
+        for field in ids:
+            fid, scope = field if isinstance(field, tuple) else (field, 0)
+            value = field_values.get(fid)
+            if links is not None and isinstance(field, tuple):
+                name = {nv.NVML_FI_DEV_NVLINK_ERROR_DL_CRC: "crc", nv.NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY: "replay",
+                        nv.NVML_FI_DEV_NVLINK_ERROR_DL_RECOVERY: "recovery"}[fid]
+                value = links[name][scope] + (links.get("rise", {}).get(name, [0] * 18)[scope] if reads["n"] else 0)
+            out.append(types.SimpleNamespace(fieldId=fid, nvmlReturn=3 if value is None else 0, valueType=1,
+                                             value=types.SimpleNamespace(uiVal=value)))
+        if any(isinstance(f, tuple) for f in ids):
+            reads["n"] += 1  # the second read of the counters is the window's end
+        return out
+
+    nv.nvmlDeviceGetFieldValues = values  # type: ignore[attr-defined]
+    return nv
+
+
+def test_the_healthy_h200_reads_as_its_nvidia_smi_capture() -> None:
+    (g,) = parse_probe(doc_from(healthy_h200())).gpus
+    assert (g.remapped_rows_correctable, g.remapped_rows_uncorrectable, g.remapped_rows_pending,
+            g.remapped_rows_failure) == (0, 0, False, False)
+    assert (g.ecc_mode_enabled, g.ecc_mode_pending_enabled, g.gpu_recovery_action) == (True, True, "none")
+    assert (g.persistence_mode_enabled, g.compute_mode, g.mig_mode_enabled) == (True, "default", False)
+    assert (g.vbios_version, g.inforom_image_version, g.memory_temperature_c) == (
+        "96.00.A5.00.1A", "G520.0282.02.02", 36.0)
+    # Not reported by this GPU (NotSupported field values, no fabric, no NVLink): None, never 0 or False.
+    assert (g.retired_pages_sbe, g.retired_pages_pending, g.fabric_state, g.fabric_health) == (None,) * 4
+    assert g.nvlinks == () and g.failed_readings == ()
+    assert "nvlink" not in collect(healthy_h200(), 2, 0.0)
+
+
+def test_a_binding_without_the_new_getters_reads_none() -> None:
+    """An old nvidia-ml-py (nor the getters, nor the constants): the readings are None, not 0, not a crash."""
+    (g,) = parse_probe(doc_from(fake_pynvml(count=1))).gpus
+    assert (g.remapped_rows_pending, g.ecc_corrected, g.gpu_recovery_action, g.persistence_mode_enabled,
+            g.fabric_state, g.memory_temperature_c) == (None,) * 6
+    assert g.failed_readings == ()
+
+
+def test_the_recovery_action_remap_and_fabric_faults_read_by_name() -> None:
+    nv = healthy_h200(fields={pynvml.NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: 1},
+                      nvmlDeviceGetRemappedRows=(0, 1, 1, 0), fabric=(2, 0, 1))
+    node = parse_probe(doc_from(nv))
+    (g,) = node.gpus
+    assert (g.gpu_recovery_action, g.remapped_rows_uncorrectable, g.remapped_rows_pending) == ("gpu_reset", 1, True)
+    assert (g.fabric_state, g.fabric_status, g.fabric_health) == ("in_progress", None, "healthy")
+    codes = [f.code for f in evaluate("h", HostStatus.OK, None, node, CheckSettings())]
+    assert {"RECOVERY_ACTION", "ROW_REMAP_PENDING", "FABRIC_NOT_READY"} <= set(codes)
+
+
+def test_nvlink_counters_at_both_ends_of_the_window() -> None:
+    links = {"count": 2, "active": [1, 0], "crc": [5, 0], "replay": [0, 0], "recovery": [1, 0],
+             "rise": {"crc": [12, 0], "replay": [3, 0]}}
+    nvml = collect(healthy_h200(links=links), 3, 0.0)
+    assert set(nvml["nvlink"]) == {"window_s", "start", "end"}
+    (g,) = parse_probe(doc_from(healthy_h200(links=links))).gpus
+    assert g.nvlinks == (
+        NvLink(link=0, active=True, crc_errors=17, replay_errors=3, recovery_errors=1, crc_errors_rise=12,
+               replay_errors_rise=3, recovery_errors_rise=0),
+        NvLink(link=1, active=False, crc_errors=0, replay_errors=0, recovery_errors=0, crc_errors_rise=0,
+               replay_errors_rise=0, recovery_errors_rise=0))
+    assert g.nvlink_window_s is not None and g.nvlink_window_s >= 0.0
