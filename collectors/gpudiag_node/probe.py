@@ -15,15 +15,14 @@ The document carries raw text; the controller parses it (``gpudiag.collect.parse
 tested on recorded output and this script stays small. Schema: ``gpudiag.probe/2``.
 """
 
-# Only what every run needs is imported here (argparse and ctypes are imported where used): the collector
-# starts once per node per sweep, and its start-up is most of its own cost.
-import json
+# Only what every run needs is imported here: argparse, ctypes and re where they are used, threads through
+# proc.Thread (not the threading module), JSON through jsoncodec (not the json package, which imports re). The
+# collector starts once per node per sweep, and its start-up is most of its own cost.
 import os
-import re
 import sys
 import time
 
-from . import links, proc, readings
+from . import jsoncodec, links, proc, readings
 
 SCHEMA = "gpudiag.probe/2"  # 2: NVML rows keyed by the readings' names (readings.py)
 
@@ -41,6 +40,8 @@ def find_nvidia_smi():
 
 def known_fields(help_text):
     """Every field name the driver's --help-query-gpu lists (both spellings of aliased fields)."""
+    import re
+
     names = set()
     for line in help_text.splitlines():
         if line.startswith('"'):
@@ -93,6 +94,8 @@ def cuda_version(smi, driver_version, timeout_s):
     branch = (driver_version or "").split(".")[0]
     if branch.isdigit() and int(branch) in CUDA_BY_DRIVER_BRANCH:
         return CUDA_BY_DRIVER_BRANCH[int(branch)], "driver branch"
+    import re
+
     code, out, _ = proc.run([smi], timeout_s)
     match = re.search(r"CUDA Version:\s*([0-9.]+)", out)
     return (match.group(1), "nvidia-smi") if match else (None, None)
@@ -229,18 +232,13 @@ def _query(smi, chosen):
 def _in_thread(doc, fn):
     """Run ``fn()`` beside the sampling (a failure goes to the document's problems). The waits are
     subprocesses and sleeps, so threads overlap them instead of adding them up."""
-    import threading
-
     def run():
         try:
             fn()
         except Exception as exc:  # an extra must not cost the readings
             doc["problems"].append("%s: %s" % (type(exc).__name__, exc))
 
-    thread = threading.Thread(target=run)
-    thread.daemon = True
-    thread.start()
-    return thread
+    return proc.Thread(run).start()
 
 
 def collect_nvml(doc, samples, interval_s, watcher=None):
@@ -302,15 +300,10 @@ def _start_dcgm(doc, samples, interval_s, timeout_s):
         from . import dcgm
     except ImportError:
         return None  # running alone, not from a bundle
-    import threading
-
     def run():
         doc["dcgm"] = dcgm.collect(samples, interval_s, timeout_s)
 
-    thread = threading.Thread(target=run)
-    thread.daemon = True
-    thread.start()
-    return thread
+    return proc.Thread(run).start()
 
 
 def collect_context(doc, call_timeout_s, with_topology=True):
@@ -350,7 +343,7 @@ class _Lines(object):
         self.fd = fd
 
     def append(self, item):
-        data = (json.dumps(item, separators=(",", ":")) + "\n").encode()
+        data = (jsoncodec.dumps(item) + "\n").encode()
         while data:
             data = data[os.write(self.fd, data):]
 
@@ -382,10 +375,7 @@ def _start_logs(doc, sources, call_timeout_s, share_s=None):
                 return
             chunks.append(chunk)
 
-    import threading
-    reader = threading.Thread(target=drain)
-    reader.daemon = True
-    reader.start()
+    reader = proc.Thread(drain).start()
     return pid, read_fd, reader, chunks, share_s, deadline
 
 
@@ -409,7 +399,7 @@ def _finish_logs(doc, sources, started):
     done = []
     for line in b"".join(chunks).split(b"\n"):
         try:
-            item = json.loads(line.decode("utf-8")) if line else None
+            item = jsoncodec.loads(line.decode("utf-8")) if line else None
         except ValueError:
             continue  # the last line, cut when the child was ended
         if isinstance(item, dict) and "problem" in item:
@@ -605,7 +595,7 @@ def collect_round(config, kept):
 
 
 def _emit(doc):
-    sys.stdout.write(json.dumps(doc, separators=(",", ":")))
+    sys.stdout.write(jsoncodec.dumps(doc))
     sys.stdout.write("\n")
     sys.stdout.flush()
 

@@ -32,10 +32,30 @@ Per entry:
   configuration readings: they cannot change within a window, and each field costs every call).
 """
 
-import collections
 
-Reading = collections.namedtuple("Reading", "name smi nvml scale kind per_sample combine once")
-Reading.__new__.__defaults__ = (False,)  # once (namedtuple's ``defaults`` is Python 3.7+)
+class Reading(object):
+    """One entry of the table; a plain class, not ``collections.namedtuple``: the collections module and the
+    class namedtuple compiles at import cost a node 2-3 ms of CPU at every sweep."""
+
+    __slots__ = ("name", "smi", "nvml", "scale", "kind", "per_sample", "combine", "once")
+
+    def __init__(self, name, smi, nvml, scale, kind, per_sample, combine, once=False):
+        # type: (str, tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...], str | None] | None, float, str, bool, str, bool) -> None
+        self.name, self.smi, self.nvml, self.scale = name, smi, nvml, scale
+        self.kind, self.per_sample, self.combine, self.once = kind, per_sample, combine, once
+
+    def _values(self):
+        return tuple(getattr(self, field) for field in self.__slots__)
+
+    def __eq__(self, other):
+        return isinstance(other, Reading) and self._values() == other._values()
+
+    def __hash__(self):
+        return hash(self._values())
+
+    def __repr__(self):
+        return "Reading(%s)" % ", ".join("%s=%r" % (f, getattr(self, f)) for f in self.__slots__)
+
 
 MIB = 1.0 / (1024 * 1024)
 MILLI = 0.001

@@ -79,7 +79,7 @@ def test_collector_bundle_runs_under_the_old_python(node_path: str, tmp_path: Pa
     assert returncode == 0, stderr.decode(errors="replace")
     # The Python collector ran, on the old interpreter, started as a node starts it (not the shell fallback).
     (started,) = (tmp_path / "python3-calls").read_text().splitlines()
-    assert started.startswith("-I -S -c import os,sys,threading;b=sys.stdin.buffer.read(")
+    assert started.startswith("-I -S -c import os,sys,_thread;b=sys.stdin.buffer.read(")
 
     readings = parse_probe_output(stdout, log_plan=plan)
     assert readings.smi_status is SmiStatus.OK and readings.problems == ()

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from gpudiag.collect.bundle import bundle
-from gpudiag.collect.remote import _LOADER
+from gpudiag.collect.remote import loader
 from gpudiag.model import Host, HostStatus, RemoteResult, SweepReport
 from gpudiag.sweep.runner import SweepOptions, collector_command, interpret
 from gpudiag.sweep.watch import Changes, watch
@@ -35,7 +35,7 @@ def test_a_kept_collector_nobody_asks_exits_after_its_idle_time(python: str) -> 
     collector exits (0), instead of staying until TCP keepalive gives up (2 h)."""
     script = bundle({"samples": 1, "interval_s": 0, "gpus": False, "dcgm": False, "stream": True,
                      "round_deadline_s": 5, "idle_s": 1.0}, with_nvml=False)
-    proc = subprocess.Popen([python, "-I", "-S", "-c", _LOADER % len(script)], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([python, "-I", "-S", "-c", loader(script, watched=False)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert proc.stdin is not None and proc.stdout is not None

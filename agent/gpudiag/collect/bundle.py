@@ -8,9 +8,11 @@ the node needs nothing installed, not even the NVML binding, which travels insid
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import importlib.util
 import json
+import marshal
 import os
 import zlib
 from collections.abc import Mapping
@@ -23,42 +25,86 @@ NODE_DIR = Path(gpudiag_node.__file__).resolve().parent  # what runs on the node
 NODE_PACKAGE = "gpudiag_node"
 
 # The node-side modules the probe imports (``from . import proc``), each by its file's stem.
-NODE_MODULES = ("readings", "nvml", "links", "dcgm", "logscan", "context", "proc", "processes", "gpm", "nccl_ras",
-                "probe")
+NODE_MODULES = ("jsoncodec", "readings", "nvml", "links", "dcgm", "logscan", "context", "proc", "processes", "gpm",
+                "nccl_ras", "probe")
 NVML_READER_FILES = ("nvml.py", "readings.py", "gpm.py", "links.py")
 
 _BOOTSTRAP = '''# gpudiag collector bundle: run as `python3 -`. Modules travel compressed and are imported on demand.
-# Plain classes and binascii: importlib.abc and base64 alone would double the collector's start-up.
-import binascii, json, sys, zlib
-from importlib.machinery import ModuleSpec
-_SOURCES = %(sources)s
+# Plain classes and binascii: importlib.abc and base64 alone would double the collector's start-up; the
+# configuration is JSON read by gpudiag_node.jsoncodec (the json package would import re). ModuleSpec from
+# the import system already loaded, not from importlib.machinery (which imports importlib and warnings).
+import binascii, marshal, sys, zlib
+try:
+    from _frozen_importlib import ModuleSpec
+    from _frozen_importlib_external import MAGIC_NUMBER
+except ImportError:
+    from importlib.machinery import ModuleSpec
+    MAGIC_NUMBER = None
 _CONFIG = %(config)s
 
 
 class _BundleImporter(object):
+    """The modules of the payload: a line per module and form, "NAME s|c BASE64": its source (s) and its code
+    as the controller's interpreter compiled it (c; marshal), used only by the same bytecode format (the
+    magic number of .pyc files), where it spares the node compiling the module (most of its cost)."""
+
+    def __init__(self, payload):
+        self.sources, self.code = {}, {}
+        for line in payload.split(b"\\n"):
+            if line:
+                name, form, blob = line.split(b" ", 2)
+                (self.code if form == b"c" else self.sources)[name.decode("ascii")] = blob
+        if MAGIC_NUMBER != %(magic)r:
+            self.code = {}
+
     def find_spec(self, name, path=None, target=None):
         if name == "%(package)s":  # the package itself: empty, a parent for the relative imports
             return ModuleSpec(name, self, is_package=True)
-        return ModuleSpec(name, self) if name in _SOURCES else None
+        return ModuleSpec(name, self) if name in self.sources else None
 
     def create_module(self, spec):
         return None
 
     def exec_module(self, module):
-        if module.__name__ not in _SOURCES:
+        name = module.__name__
+        if name in self.code:
+            code = marshal.loads(zlib.decompress(binascii.a2b_base64(self.code[name])))
+        elif name in self.sources:
+            source = zlib.decompress(binascii.a2b_base64(self.sources[name]))
+            code = compile(source, "<gpudiag:%%s>" %% name, "exec")
+        else:
             return
-        source = zlib.decompress(binascii.a2b_base64(_SOURCES[module.__name__]))
-        exec(compile(source, "<gpudiag:%%s>" %% module.__name__, "exec"), module.__dict__)
+        exec(code, module.__dict__)
 
 
-sys.meta_path.insert(0, _BundleImporter())
-from %(package)s import probe
-sys.exit(probe.main_with_config(json.loads(_CONFIG)))
-'''
+def _main(payload):
+    sys.meta_path.insert(0, _BundleImporter(payload))
+    from %(package)s import jsoncodec, probe
+    sys.exit(probe.main_with_config(jsoncodec.loads(_CONFIG)))
+
+
+# The payload, last: the loader (gpudiag.collect.remote) compiles only what is above and hands _main these bytes
+# (tokenizing 170 KB of literal costs a node 2-5 ms); `python3 -` compiles the whole and runs this line.
+%(call)s%(payload)s%(end)s'''
+PAYLOAD_CALL = "_main(b'''"
+PAYLOAD_END = "''')\n"
 
 
 def _blob(data: bytes) -> str:
     return base64.b64encode(zlib.compress(data, 9)).decode("ascii")
+
+
+@functools.lru_cache(maxsize=64)
+def _travelling(name: str, source: bytes) -> tuple[str, str | None]:
+    """A module as it travels: its source, and its code as this interpreter compiles it (marshal), or None where
+    this interpreter cannot compile it. Once per process and module text: a sweep builds many bundles."""
+    try:
+        # As the node's bootstrap compiles it (no __future__ flag of this module), without docstrings: 15% less
+        # to send, and nothing on the node reads a __doc__ or has an assert (tests/unit/collect/test_bundle.py).
+        code = compile(source, f"<gpudiag:{name}>", "exec", dont_inherit=True, optimize=2)
+    except SyntaxError:
+        return _blob(source), None
+    return _blob(source), _blob(marshal.dumps(code))
 
 
 def pynvml_source() -> bytes | None:
@@ -67,6 +113,33 @@ def pynvml_source() -> bytes | None:
     if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
         return None
     return Path(spec.origin).read_bytes()
+
+
+# What the binding imports from the standard library only for a function or two, when the imports cost a node
+# more than NVML's answers (on their own, with nothing else of the collector importing them): ``import string``
+# (for capwords, when the module loads) imports re and enum, ``from functools import wraps`` and ``import
+# threading`` (for one Lock) import collections. The cut gets these few lines instead, as long as it asks the
+# module for nothing else (gpudiag.collect.prune): what the standard library does, for what the binding uses.
+STAND_INS = {
+    "string": (frozenset({"capwords"}),
+               "class string(object):  # gpudiag: `import string`, for the binding's one use of it\n"
+               "    @staticmethod\n"
+               "    def capwords(s, sep=None):\n"
+               "        return (sep or ' ').join(map(str.capitalize, s.split(sep)))\n"),
+    "threading": (frozenset({"Lock"}),
+                  "class threading(object):  # gpudiag: `import threading`, for the binding's one use of it\n"
+                  "    from _thread import allocate_lock as Lock  # what threading.Lock is\n"),
+    "functools": (frozenset({"wraps"}),
+                  "def wraps(wrapped):  # gpudiag: `from functools import wraps`, as functools.update_wrapper\n"
+                  "    def decorate(wrapper):\n"
+                  "        for name in ('__module__', '__name__', '__qualname__', '__doc__', '__annotations__'):\n"
+                  "            if hasattr(wrapped, name):\n"
+                  "                setattr(wrapper, name, getattr(wrapped, name))\n"
+                  "        wrapper.__dict__.update(getattr(wrapped, '__dict__', {}))\n"
+                  "        wrapper.__wrapped__ = wrapped\n"
+                  "        return wrapper\n"
+                  "    return decorate\n"),
+}
 
 
 def nvml_binding() -> bytes | None:
@@ -79,7 +152,8 @@ def nvml_binding() -> bytes | None:
         return None
     # What the NVML reader asks the binding for: its own code and the table of readings it walks.
     reader = b"\n".join((NODE_DIR / name).read_bytes() for name in NVML_READER_FILES)
-    key = hashlib.sha256(b"\0".join([source, reader, (HERE / "prune.py").read_bytes()])).hexdigest()[:32]
+    key = hashlib.sha256(b"\0".join([source, reader, (HERE / "prune.py").read_bytes(),
+                                     repr(sorted(STAND_INS.items())).encode()])).hexdigest()[:32]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpudiag" / f"pynvml-{key}.py"
     try:
         return cache.read_bytes()
@@ -87,7 +161,8 @@ def nvml_binding() -> bytes | None:
         pass
     from gpudiag.collect.prune import names_used, prune
 
-    cut = prune(source.decode("utf-8"), names_used(reader.decode("utf-8")), keep_prefixes=("NVML_ERROR_",))
+    cut = prune(source.decode("utf-8"), names_used(reader.decode("utf-8")), keep_prefixes=("NVML_ERROR_",),
+                stand_ins=STAND_INS)
     try:
         compile(cut, "pynvml", "exec")
     except SyntaxError:
@@ -103,17 +178,33 @@ def nvml_binding() -> bytes | None:
     return data
 
 
-def bundle(config: Mapping[str, object], *, with_nvml: bool = True) -> bytes:
+def bundle(config: Mapping[str, object], *, with_nvml: bool = True, with_code: bool = True) -> bytes:
     """One ``python3 -`` script: the probe, its node-side modules (and pynvml) and ``config`` as data.
 
-    ``config`` travels as a JSON string inside the script, never through a shell.
+    ``config`` travels as a JSON string inside the script, never through a shell. ``with_code``: the modules'
+    code compiled here travels too, for a node whose python3 reads this interpreter's bytecode (a node of
+    another version compiles the sources, as without it). :func:`payload_span` says where the modules are.
     """
-    sources = {f"{NODE_PACKAGE}.{name}": _blob((NODE_DIR / f"{name}.py").read_bytes()) for name in NODE_MODULES}
+    modules = {f"{NODE_PACKAGE}.{name}": (NODE_DIR / f"{name}.py").read_bytes() for name in NODE_MODULES}
     nvml = nvml_binding() if with_nvml else None
     if nvml is not None:
-        sources["pynvml"] = _blob(nvml)
-    return (_BOOTSTRAP % {"sources": repr(sources), "config": repr(json.dumps(dict(config))),
-                          "package": NODE_PACKAGE}).encode()
+        modules["pynvml"] = nvml
+    lines = []
+    for name, source in modules.items():
+        source_blob, code_blob = _travelling(name, source)
+        lines.append(f"{name} s {source_blob}")
+        if code_blob is not None and with_code:
+            lines.append(f"{name} c {code_blob}")
+    return (_BOOTSTRAP % {"magic": importlib.util.MAGIC_NUMBER, "config": repr(json.dumps(dict(config))),
+                          "package": NODE_PACKAGE, "call": PAYLOAD_CALL, "payload": "\n".join(lines),
+                          "end": PAYLOAD_END}).encode()
+
+
+def payload_span(script: bytes) -> tuple[int, int, int]:
+    """(end of the code, start and end of the payload) in a :func:`bundle`: the code is ``script[:code_end]``;
+    ``_main(script[start:end])`` runs it as ``python3 -`` running the whole script would."""
+    code_end = script.rindex(PAYLOAD_CALL.encode())
+    return code_end, code_end + len(PAYLOAD_CALL), len(script) - len(PAYLOAD_END)
 
 
 def fallback_source() -> str:

@@ -16,7 +16,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gpudiag.collect.bundle import bundle, fallback_source
+from gpudiag.collect.bundle import bundle, fallback_source, payload_span
 from gpudiag.model.choices import Source
 from gpudiag_node.probe import KEPT_LINE
 from gpudiag_node.readings import smi_fields
@@ -40,17 +40,30 @@ _DISPATCH = (
     'exec 3<&0 </dev/null; (cat <&3 >/dev/null; kill -9 0) >/dev/null 2>&1 & '
     'exec sh -c "$script" gpudiag "$@" 3<&-'
 )
-_LOADER = "import sys;exec(compile(sys.stdin.buffer.read(%d),'<gpudiag>','exec'))"
+# Reads exactly the bundle, runs its code and hands its payload (the modules) to it uncompiled
+# (gpudiag.collect.bundle.payload_span): a `python3 -` of the whole bundle does the same, less fast. exec() of
+# the bytes, not compile(): the builtin compile() sets up the ast module's types at its first call (PyAST_Check),
+# 2.5 ms of a node's CPU for nothing.
+_RUN = "g={'__name__':'__main__'};exec(b[:%(code)d],g);g['_main'](b[%(start)d:%(end)d])"
+_LOADER = "import sys;b=sys.stdin.buffer.read(%(size)d);" + _RUN
 # One-shot: the same, and a thread that reads stdin to its end and then SIGKILLs the process group. The client
 # keeps stdin open until the command ends, so its end means the channel closed (a cancelled sweep, a cut, a
 # dropped connection, a killed gpudiag): sshd closes the command's stdin then, but sends no signal to a session
 # without a pty, and `timeout` would let a hung nvidia-smi run on to the deadline. The group is the one
 # `timeout` leads (or, when `timeout` is the session leader, the session's): the collector, its nvidia-smi and
 # log scan, `timeout` itself; never anything outside the command. Works with every OpenSSH, unlike the
-# protocol's "signal" request (sshd >= 8.1 only).
-_WATCHED_LOADER = ("import os,sys,threading;b=sys.stdin.buffer.read(%d);threading.Thread(target=lambda:"
-                   "(all(iter(lambda:os.read(0,65536),b'')),os.killpg(0,9)),daemon=True).start();"
-                   "exec(compile(b,'<gpudiag>','exec'))")
+# protocol's "signal" request (sshd >= 8.1 only). The thread is a plain _thread one (what threading's daemon
+# threads are underneath): the threading module would cost a collector that needs no other thread 2-4 ms.
+_WATCHED_LOADER = ("import os,sys,_thread;b=sys.stdin.buffer.read(%(size)d);_thread.start_new_thread(lambda:"
+                   "(all(iter(lambda:os.read(0,65536),b'')),os.killpg(0,9)),());" + _RUN)
+
+
+def loader(script: bytes, *, watched: bool) -> str:
+    """The ``python3 -c`` program that runs ``script`` (a bundle) from stdin; ``watched``: and ends the process
+    group when stdin ends (a one-shot collector)."""
+    code, start, end = payload_span(script)
+    return (_WATCHED_LOADER if watched else _LOADER) % {"size": len(script), "code": code, "start": start,
+                                                         "end": end}
 
 
 def call_bound_s(deadline_s: float, samples: int, interval_s: float) -> float:
@@ -79,7 +92,8 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
                    logs: Sequence[Mapping[str, object]] = (), context: bool = False,
                    gpus: bool = True, topology_if: Mapping[str, float] | None = None,
                    stream: bool = False, idle_s: float | None = None,
-                   discover_logs: Mapping[str, object] | None = None, processes: bool = True) -> CollectorCall:
+                   discover_logs: Mapping[str, object] | None = None, processes: bool = True,
+                   with_code: bool = True) -> CollectorCall:
     """Build the remote command that collects ``samples`` readings ``interval_s`` apart.
 
     ``source``: see :class:`Source` (its value as a plain string is accepted too). ``logs``: log sources to scan
@@ -87,6 +101,7 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
     ``topology_if``: {"busy_pct", "low_power_pct"}: read the topology only when a GPU read busy at low power.
     ``stream``: the collector stays and answers one round per line on its stdin (gpudiag watch), and leaves
     when no line came for ``idle_s`` (a reset connection leaves its stdin open until TCP gives up, hours later).
+    ``with_code``: the modules' bytecode travels too, for a node with this interpreter's version (see bundle).
     All of it travels as data inside the bundle, never in the command line. The shell collector can do
     none of it: it says so in the document's problems when logs were asked for.
     """
@@ -118,13 +133,12 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
         config.update(stream=True, round_deadline_s=max(1.0, deadline_s))
         if idle_s is not None:
             config["idle_s"] = max(1.0, idle_s)
-    script = bundle(config, with_nvml=source is not Source.NVIDIA_SMI)
+    script = bundle(config, with_nvml=source is not Source.NVIDIA_SMI, with_code=with_code)
     # One-shot: `timeout` ends the whole remote process group at the deadline. Streaming: the collector
     # lives as long as the connection and bounds each round itself; only the shell fallback gets `timeout`.
     wrapper = [] if stream else ["timeout", "-k", str(KILL_AFTER_S), deadline]
-    loader = _LOADER if stream else _WATCHED_LOADER
-    args = [loader % len(script), deadline if stream else "", fallback_source(), str(samples), f"{interval_s:g}",
-            f"@bound={bound:g}", *notes, *fields]
+    args = [loader(script, watched=not stream), deadline if stream else "", fallback_source(), str(samples),
+            f"{interval_s:g}", f"@bound={bound:g}", *notes, *fields]
     command = " ".join([*wrapper, "sh", "-c", shlex.quote(_DISPATCH), "gpudiag", *(shlex.quote(a) for a in args)])
     # A streaming collector answers one round per line: the first line rides along with the bundle, so a
     # transport that runs it once (and closes stdin) gets one document, as from a one-shot collector.

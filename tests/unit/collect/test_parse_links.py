@@ -10,7 +10,7 @@ from pathlib import Path
 from gpudiag.collect.parse import parse_probe
 from gpudiag.collect.parse_links import parse_links
 from gpudiag.model import NvLink
-from gpudiag_node.links import _LINK
+from gpudiag_node.links import lists_links
 
 
 def errors(crc: tuple[int, ...], replay: tuple[int, ...] = (0, 0), recovery: tuple[int, ...] = (0, 0)) -> str:
@@ -75,4 +75,4 @@ def test_the_one_gpu_h200_prints_nothing_for_nvlink() -> None:
     recorded = {name: (health / f"sminvlink__{name}.txt").read_text() for name in ("e", "s")}
     assert recorded == {"e": "exit 0\n", "s": "exit 0\n"}  # the capture script's exit line alone
     assert parse_links(doc("", "", "")) == ({}, None)
-    assert _LINK.search("") is None
+    assert not lists_links("") and lists_links("GPU 0: H200\n\t Link 0: Replay Errors: 0\n")

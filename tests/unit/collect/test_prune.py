@@ -74,6 +74,8 @@ def test_the_cut_is_kept_in_the_cache(tmp_path: Path, monkeypatch: pytest.Monkey
 SOURCE = '''"""A module."""
 import os
 from ctypes import *
+from shutil import which  # nothing kept uses it: dropped
+import json as unused_json
 
 LIMIT = 3
 UNUSED = 4
@@ -82,7 +84,7 @@ handle = CDLL  # a plain name: droppable
 
 
 def helper(x):
-    return x + LIMIT
+    return x + LIMIT + len(os.sep)
 
 
 def decorate(fn):
@@ -128,7 +130,45 @@ def test_prune_keeps_what_the_roots_reach_and_what_acts_on_load() -> None:
     assert "LIMIT = 3" in cut and "ERR_ONE = 1" in cut and "lock = make_lock()" in cut and "_register()" in cut
     assert "UNUSED" not in cut and "handle = CDLL" not in cut and '"""A module."""' not in cut
     assert "import os" in cut and "from ctypes import *" in cut
+    assert "which" not in cut and "json" not in cut  # imports of names nothing kept uses
     assert "@decorate\ndef wanted(x):" in cut  # decorators travel with their function
+
+
+STAND_IN_SOURCE = '''import string
+from functools import wraps
+def f(fn):
+    return wraps(fn)(string.capwords("a_b", "_"))
+'''
+STAND_INS = {"string": (frozenset({"capwords"}), "class string:  # stand-in\\n    capwords = None\\n"),
+             "functools": (frozenset({"wraps"}), "def wraps(f):  # stand-in\\n    return f\\n")}
+
+
+def test_an_import_gives_way_to_its_stand_in_only_when_the_cut_asks_it_for_nothing_else() -> None:
+    cut = prune(STAND_IN_SOURCE, {"f"}, stand_ins=STAND_INS)
+    assert "import string" not in cut and "from functools" not in cut and cut.count("# stand-in") == 2
+    # string asked for something more, functools for two names: the imports stay
+    more = STAND_IN_SOURCE.replace('"a_b"', "string.ascii_letters").replace("import wraps", "import wraps, partial")
+    assert prune(more, {"f"}, stand_ins=STAND_INS) == more
+    # the module itself passed around (not only its attributes) keeps the import
+    bare = STAND_IN_SOURCE + "def g():\n    return string\n"
+    assert "import string" in prune(bare, {"f", "g"}, stand_ins=STAND_INS)
+
+
+def test_the_bundled_binding_loads_no_module_its_stand_ins_replace(full_and_cut: tuple[types.ModuleType,
+                                                                                      types.ModuleType,
+                                                                                      bytes]) -> None:
+    """The cut binding costs the node no string, re, functools, threading or ctypes.util, and its stand-ins do
+    what the standard library's functions did: the error classes have the same names, the wrappers theirs."""
+    full, cut, text = full_and_cut
+    imported = {line.split()[1] for line in text.decode().splitlines() if line.startswith(("import ", "from "))}
+    assert imported <= {"ctypes", "sys", "os"}, imported
+    assert sorted(n for n in dir(full) if n.startswith("NVMLError_") and hasattr(cut, n)) == \
+        sorted(n for n in dir(cut) if n.startswith("NVMLError_"))
+    assert cut.NVMLError_GpuIsLost.__name__ == full.NVMLError_GpuIsLost.__name__ == "NVMLError_GpuIsLost"
+    assert cut.nvmlDeviceGetName.__name__ == "nvmlDeviceGetName" and cut.nvmlDeviceGetName.__wrapped__
+    lock = cut.libLoadLock
+    assert lock.acquire(False) and not lock.acquire(False)
+    lock.release()
 
 
 @pytest.mark.parametrize("source", ["a = 1; b = 2\ndef f():\n    return a\n", "def broken(:\n"])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fake_transport import FakeTransport, Handler
 
-from gpudiag.collect.remote import collector_call
+from gpudiag.collect.remote import collector_call, loader
 from gpudiag.model import Host, HostStatus, RemoteResult
 from gpudiag.sweep.runner import SweepOptions, sweep
 from gpudiag.transport.base import AuthFailed, ConnectFailed, HostKeyRejected, RemoteCommand, TransportError
@@ -110,18 +110,20 @@ def test_the_command_quotes_everything_and_bounds_time() -> None:
     assert call.command.startswith("timeout -k 3 30 sh -c ")
     assert call.stdin.startswith(b"# gpudiag collector bundle")
     # The node-side modules travel as the gpudiag_node package, the probe among them, and the bundle runs it.
-    assert b"'gpudiag_node.probe': " in call.stdin and b"'gpudiag_node.proc': " in call.stdin
-    ending = b"from gpudiag_node import probe\nsys.exit(probe.main_with_config(json.loads(_CONFIG)))\n"
-    assert call.stdin.endswith(ending)
+    assert b"\ngpudiag_node.probe s " in call.stdin and b"\ngpudiag_node.proc s " in call.stdin
+    assert b"from gpudiag_node import jsoncodec, probe\n" \
+           b"    sys.exit(probe.main_with_config(jsoncodec.loads(_CONFIG)))\n" in call.stdin
+    assert call.stdin.endswith(b"''')\n")  # the payload, last: the loader does not compile it
     import shlex
 
     argv = shlex.split(call.command)
     assert argv[:7] == ["timeout", "-k", "3", "30", "sh", "-c", argv[6]]
     # the loader reads exactly the bundle; the shell fallback needs no deadline of its own inside `timeout`
     # and a thread ends the process group when stdin ends (the channel closed: gpudiag.collect.remote)
-    assert argv[7:10] == ["gpudiag", f"import os,sys,threading;b=sys.stdin.buffer.read({len(call.stdin)});"
-                                     "threading.Thread(target=lambda:(all(iter(lambda:os.read(0,65536),b'')),"
-                                     "os.killpg(0,9)),daemon=True).start();exec(compile(b,'<gpudiag>','exec'))", ""]
+    assert argv[7:10] == ["gpudiag", loader(call.stdin, watched=True), ""]
+    assert argv[8].startswith(f"import os,sys,_thread;b=sys.stdin.buffer.read({len(call.stdin)});"
+                              "_thread.start_new_thread(lambda:(all(iter(lambda:os.read(0,65536),b'')),"
+                              "os.killpg(0,9)),());")
     assert call.ends_with_stdin
     assert argv[11:13] == ["5", "0.5"]
     assert "clock_event_reasons_mask=clocks_event_reasons.active|clocks_throttle_reasons.active" in argv
@@ -134,7 +136,7 @@ def test_a_streaming_collector_bounds_its_own_rounds() -> None:
     argv = shlex.split(call.command)
     assert argv[:2] == ["sh", "-c"] and argv[3] == "gpudiag"  # no `timeout`: it lives as long as the connection
     assert argv[5] == "30"  # ... but the shell fallback, which answers once, is still bounded
-    assert argv[4].endswith(f"read({len(call.stdin) - 1}),'<gpudiag>','exec'))")  # the bundle, not the first line
+    assert argv[4].startswith(f"import sys;b=sys.stdin.buffer.read({len(call.stdin) - 1});")  # not the first line
     assert call.stdin.endswith(b"\n") and b'"round_deadline_s": 30' in call.stdin
 
 

@@ -1,0 +1,24 @@
+"""The collector's threads (gpudiag_node.proc.Thread, on _thread alone): what probe.py asks of threading.Thread."""
+
+from __future__ import annotations
+
+import _thread
+import time
+
+from gpudiag_node import proc
+
+
+def test_join_waits_for_the_end_and_is_alive_says_whether_it_came() -> None:
+    gate = _thread.allocate_lock()
+    gate.acquire()
+    done: list[int] = []
+    thread = proc.Thread(lambda: (gate.acquire(), done.append(1))).start()
+    started = time.monotonic()
+    thread.join(0.2)  # a bound, as _nvml_bounded gives a call into a wedged driver
+    assert time.monotonic() - started >= 0.19 and thread.is_alive() and done == []
+    gate.release()
+    thread.join()
+    assert not thread.is_alive() and done == [1]
+    thread.join(0.0)  # joining an ended thread again returns at once
+    assert not thread.is_alive()
+
