@@ -88,6 +88,7 @@ def main(workload: str) -> None:
             time.sleep(1)
     if workload == "nccl1":
         import os
+
         import torch.distributed as dist
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", "29511")

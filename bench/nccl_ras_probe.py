@@ -18,7 +18,7 @@ def exchange(port, lines, limit=1 << 20, deadline_s=15.0):
     try:
         sock = socket.create_connection(("127.0.0.1", port), timeout=3)
     except OSError as exc:
-        record["error"] = "connect: %s" % exc
+        record["error"] = f"connect: {exc}"
         return record
     end = time.monotonic() + deadline_s
     total = 0
@@ -31,10 +31,10 @@ def exchange(port, lines, limit=1 << 20, deadline_s=15.0):
                 sock.settimeout(max(0.1, min(2.0, end - time.monotonic())))
                 try:
                     data = sock.recv(65536)
-                except socket.timeout:
+                except TimeoutError:
                     break  # this answer is complete, or the server waits for the next line
                 except OSError as exc:
-                    record["error"] = "recv: %s" % exc
+                    record["error"] = f"recv: {exc}"
                     break
                 if not data:
                     chunks.append("<closed>")

@@ -22,7 +22,7 @@ def attempt(fn, *args):
     try:
         value = fn(*args)
     except Exception as exc:  # record what failed, go on
-        return {"error": "%s: %s" % (type(exc).__name__, exc)}
+        return {"error": f"{type(exc).__name__}: {exc}"}
     return plain(value)
 
 
@@ -45,11 +45,11 @@ def const(name):
 def field(handle, name):
     fid = const(name)
     if fid is None:
-        return {"error": "binding has no %s" % name}
+        return {"error": f"binding has no {name}"}
     try:
         (v,) = nv.nvmlDeviceGetFieldValues(handle, [fid])
     except Exception as exc:
-        return {"error": "%s: %s" % (type(exc).__name__, exc)}
+        return {"error": f"{type(exc).__name__}: {exc}"}
     return {"nvmlReturn": v.nvmlReturn, "valueType": v.valueType, "value": plain(v.value)}
 
 
@@ -80,7 +80,7 @@ def fabric(handle):
                 nv.nvmlDeviceGetGpuFabricInfoV(handle, info)
                 out["v2"] = plain(info)
         except Exception as exc:
-            out["v2"] = {"error": "%s: %s" % (type(exc).__name__, exc)}
+            out["v2"] = {"error": f"{type(exc).__name__}: {exc}"}
     return out
 
 
@@ -93,7 +93,7 @@ def memory(h):
     d["ecc_mode"] = attempt(nv.nvmlDeviceGetEccMode, h)
     for kind in ("NVML_MEMORY_ERROR_TYPE_CORRECTED", "NVML_MEMORY_ERROR_TYPE_UNCORRECTED"):
         for counter in ("NVML_VOLATILE_ECC", "NVML_AGGREGATE_ECC"):
-            d["ecc_%s_%s" % (kind, counter)] = attempt(nv.nvmlDeviceGetTotalEccErrors, h, const(kind), const(counter))
+            d[f"ecc_{kind}_{counter}"] = attempt(nv.nvmlDeviceGetTotalEccErrors, h, const(kind), const(counter))
     return d
 
 
@@ -135,7 +135,8 @@ def config(h):
 
 
 def reasons(h):
-    current = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons
+    current = (getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
+               or nv.nvmlDeviceGetCurrentClocksThrottleReasons)
     supported = (getattr(nv, "nvmlDeviceGetSupportedClocksEventReasons", None)
                  or nv.nvmlDeviceGetSupportedClocksThrottleReasons)
     return {"clock_event_reasons": attempt(current, h), "clock_event_reasons_supported": attempt(supported, h),
@@ -174,7 +175,7 @@ def main():
         try:
             out[name] = json.loads(child.stdout)
         except ValueError:
-            out[name] = {"error": "exit %d" % child.returncode, "stderr": child.stderr[-2000:]}
+            out[name] = {"error": f"exit {child.returncode}", "stderr": child.stderr[-2000:]}
     json.dump(out, sys.stdout, indent=1)
 
 
