@@ -100,11 +100,12 @@ def _spawned(argv, env, deadline):
     ``deadline`` (then it and its children were killed)."""
     out_fd, out_w = os.pipe()  # both ends close on exec; the child gets its own copies as 1 and 2
     err_fd, err_w = os.pipe()
-    actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-               (os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)]
-    actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable_fds()]  # as subprocess's close_fds
+    # novermin on each: this runs only where os has posix_spawnp (3.8+); 3.6 and 3.7 take the subprocess path
+    actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),  # novermin
+               (os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)]  # novermin
+    actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable_fds()]  # novermin (as subprocess's close_fds)
     try:
-        pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions)
+        pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions)  # novermin
     except BaseException:
         os.close(out_fd)
         os.close(err_fd)
