@@ -30,9 +30,12 @@ def test_a_blocking_huge_or_slow_log_leaves_the_host_its_gpus(  # type: ignore[n
     with open(huge, "wb") as f:
         f.truncate(1024 * 1024 * 1024)  # sparse: 1 GiB of NULs, no line end, no disk
     slow = tmp_path / "slow.log"
-    slow.write_text("x" * 40 + "\n")
-    pack = tmp_path / "slow.yaml"  # passes the nested-quantifier lint, and still never ends on that line
-    pack.write_text("pack: slow\nsignatures:\n  - {name: slow, regex: '(?:x|x)*y', severity: warning}\n")
+    slow.write_text("x" * 65536 + "\n")  # one line as long as the scan matches (MAX_LINE_BYTES)
+    # Passes the pack lint (one quantifier, nothing overlapping: the exponential forms are refused at load
+    # now), and still costs seconds on that line: a search for it is quadratic in the line's length (about
+    # 14 s of CPU here), far beyond the log's share of the deadline.
+    pack = tmp_path / "slow.yaml"
+    pack.write_text("pack: slow\nsignatures:\n  - {name: slow, regex: '\\w*=', severity: warning}\n")
     (host,) = sshd_cluster.hosts("healthy")
     host = dataclasses.replace(host, logs=(str(blocking), str(huge), str(slow)))
     options = SweepOptions(samples=2, interval_s=0.1, deadline_s=8.0, settings=CheckSettings(),

@@ -53,4 +53,6 @@ def test_the_table_of_every_row_costs_about_what_the_json_does(tmp_path: Path) -
     as_json, _ = cpu_of_sweep(tmp_path, LARGE, ["--format", "json"])
     as_table, out = cpu_of_sweep(tmp_path, LARGE, ["--format", "table", "--no-fold"])
     assert out.count("H200") == 8 * LARGE
-    assert as_table <= 2 * as_json, (as_json, as_table)
+    # rich's table cost 5-6x the JSON; the plain grid about 1-2x (2.2x once on CI, where orjson makes the
+    # JSON side cheaper still): 3x keeps the regression out without reading noise as one
+    assert as_table <= 3 * as_json, (as_json, as_table)
