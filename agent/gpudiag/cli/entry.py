@@ -20,9 +20,11 @@ def main() -> None:
         sys.exit(0)
     try:
         from gpudiag.cli.app import main as run_app
+
+        run_app()
     except KeyboardInterrupt:
-        # A Ctrl-C while the CLI is still being imported (its first few tenths of a second) ends the run as
-        # a Ctrl-C later does: one line and exit 130, never an import traceback.
+        # A Ctrl-C before the run's own signal handling is in place (the CLI still being imported, typer
+        # still building its command: the first few tenths of a second) ends the run as a Ctrl-C later
+        # does: one line and exit 130, never a traceback.
         sys.stderr.write("gpudiag: interrupted\n")
         sys.exit(130)
-    run_app()
