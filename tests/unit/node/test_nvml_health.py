@@ -35,8 +35,10 @@ def healthy_h200(**over: Any) -> types.ModuleType:
     """The fake binding with issue 20's getters, answering as the healthy H200 VM does: no fabric (NotSupported),
     no NVLink, remapped rows all zero, ECC enabled, recovery action none, HBM at 36 C."""
     nv = fake_pynvml(count=1)
-    for name in CONSTANTS:
-        setattr(nv, name, getattr(pynvml, name))
+    for n, name in enumerate(CONSTANTS):
+        # The installed binding's value; one the binding lacks (the floors' nvidia-ml-py 12.570 has no
+        # nvmlGpuFabricInfo_v3) gets a number of its own: the collector reads each constant from this fake
+        setattr(nv, name, getattr(pynvml, name, 90_000 + n))
     field_values = {nv.NVML_FI_DEV_MEMORY_TEMP: 36, nv.NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: 0,
                     nv.NVML_FI_DEV_POWER_INSTANT: 121_500, **over.pop("fields", {})}
     links = over.pop("links", None)  # {"count": n, "crc": [...], ...}: a GPU with NVLinks
