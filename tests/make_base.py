@@ -2,7 +2,7 @@
 
 How ``scenarios/_base_h200_580.json`` was made (once, in the repository root)::
 
-    python3 tests/make_base.py /work/shared/captures/h200-580.159 \\
+    python3 tests/make_base.py ../shared/captures/h200-580.159 \\
         > agent/gpudiag/demo/scenarios/_base_h200_580.json   # (gpudiag.demo's scenarios)
 
 The capture folder holds, read off one idle NVIDIA H200 on driver 580.159.04:
