@@ -96,3 +96,37 @@ def test_a_cancelled_run_ends_the_process_and_closes_its_pipes(tmp_path: Path) -
     assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid_file.read_text()), 0)  # ended and reaped
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_cancel_at_any_moment_of_the_start_ends_the_run_and_its_process(tmp_path: Path) -> None:
+    # asyncio itself hangs a task cancelled while it connects a new process's pipes (python/cpython#103847):
+    # before transport/spawn.py the cancellations one and two turns in hung (the test took 388 s of 3 s waits):
+    # each one a stopped sweep that never ends
+    async def cancel_each(turns: int, index: int, transport: LocalTransport) -> bool:
+        # A child of the shell holds the pipes, as the collector does: killing the shell alone ends no pipe
+        child = f"sh -c 'echo $$ > {tmp_path}/{index}.pid; exec sleep 30'"
+        command = RemoteCommand(command=f"{child}; true", ends_with_stdin=True)
+        running = asyncio.ensure_future(transport.run(HOST, command))
+        for _ in range(turns):  # the cancel lands that many loop turns into the run: spawn, pipes, wait
+            await asyncio.sleep(0)
+        running.cancel()
+        done, _ = await asyncio.wait({running}, timeout=3.0)
+        return bool(done)
+
+    async def main() -> list[tuple[int, int]]:
+        transport = LocalTransport()
+        hung = [(turns, i) for i, turns in enumerate(t for t in range(8) for _ in range(30))
+                if not await cancel_each(turns, i, transport)]
+        await transport.close()  # what a cancelled run was still starting is ended by now
+        return hung
+
+    assert asyncio.run(main()) == []
+    left = [pid for f in tmp_path.glob("*.pid") if f.read_text().strip() and _alive(pid := int(f.read_text()))]
+    assert left == [], "processes outlived their cancelled runs"

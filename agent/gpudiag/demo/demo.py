@@ -26,6 +26,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import stat
 import sys
@@ -33,13 +34,14 @@ import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import asyncssh
 
 from gpudiag.demo.demo_logs import write_demo_logs
 from gpudiag.demo.proc_table import scenario_processes, write_proc_table
 from gpudiag.model import Host, SweepReport
+from gpudiag.transport.spawn import SETTLE_S, settle, start_process
 
 if TYPE_CHECKING:
     from gpudiag.logs.plan import Planner
@@ -195,9 +197,19 @@ async def _feed(process: asyncssh.SSHServerProcess[bytes], stdin: asyncio.Stream
             stdin.close()
 
 
-def _exec_handler(node: DemoNode, bin_dir: Path, port: int, proc_root: Path | None = None
-                  ) -> Callable[[asyncssh.SSHServerProcess[bytes]], Awaitable[None]]:
+def _exec_handler(node: DemoNode, bin_dir: Path, port: int, running: set[asyncio.Task[Any]],
+                  proc_root: Path | None = None) -> Callable[[asyncssh.SSHServerProcess[bytes]], Awaitable[None]]:
+    """The node's commands; each one's task is in ``running`` while it runs (the cluster ends them on exit)."""
     async def handle(process: asyncssh.SSHServerProcess[bytes]) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        running.add(task)
+        try:
+            await serve(process)
+        finally:
+            running.discard(task)
+
+    async def serve(process: asyncssh.SSHServerProcess[bytes]) -> None:
         env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
                    GPUDIAG_FAKE_SCENARIO=str(node.scenario), GPUDIAG_FAKE_VIRT=node.vm,
                    SSH_CONNECTION=f"127.0.0.1 0 127.0.0.1 {port}", **node.env)
@@ -206,9 +218,9 @@ def _exec_handler(node: DemoNode, bin_dir: Path, port: int, proc_root: Path | No
         command = process.command or "true"
         # A session of its own, as sshd gives each command: the collector ends its process group when its
         # stdin ends (a closed channel), which must not be gpudiag's.
-        proc = await asyncio.create_subprocess_exec(
+        proc = await start_process(asyncio.create_subprocess_exec(
             "sh", "-c", command, env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, limit=_LINE_LIMIT, start_new_session=True)
+            stderr=asyncio.subprocess.PIPE, limit=_LINE_LIMIT, start_new_session=True), end=_end_group)
         assert proc.stdin is not None and proc.stdout is not None
         await process.redirect(stderr=proc.stderr)
         feeding = asyncio.ensure_future(_feed(process, proc.stdin))
@@ -218,16 +230,33 @@ def _exec_handler(node: DemoNode, bin_dir: Path, port: int, proc_root: Path | No
                 process.stdout.write(as_node(line, node))
                 await process.stdout.drain()
         except (OSError, asyncssh.Error):  # the client left mid-answer
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
+            _kill_group(proc)
+        except asyncio.CancelledError:  # the demo cluster stops: its nodes' processes with it
+            _kill_group(proc)
+            raise
         finally:
             code = await proc.wait()
             feeding.cancel()
+            await asyncio.wait({feeding})  # its end closes the collector's stdin: no pipe is left for the GC
             with contextlib.suppress(OSError, asyncssh.Error):
                 process.exit(code)
             await process.wait_closed()  # runs asyncssh's cleanup of the redirected pipe
 
     return handle
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """SIGKILL the command's session (``sh`` and the collector it started), as sshd's hang-up would end it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+async def _end_group(proc: asyncio.subprocess.Process) -> None:
+    """A command started after its channel's handler was cancelled: ended, its exit reaped, its pipes closed."""
+    _kill_group(proc)
+    if proc.stdin is not None:
+        proc.stdin.close()
+    await proc.wait()
 
 
 @contextlib.asynccontextmanager
@@ -244,6 +273,7 @@ async def demo_cluster(nodes: Sequence[DemoNode] = DEMO_NODES) -> AsyncIterator[
         client_key.write_private_key(str(client_key_path))
         authorized = asyncssh.import_authorized_keys(client_key.export_public_key().decode())
         servers: list[asyncssh.SSHAcceptor] = []
+        running: set[asyncio.Task[Any]] = set()
         hosts: list[Host] = []
         known_lines: list[str] = []
         known_hosts = root / "known_hosts"
@@ -264,7 +294,7 @@ async def demo_cluster(nodes: Sequence[DemoNode] = DEMO_NODES) -> AsyncIterator[
                     server = await asyncssh.create_server(
                         _NodeServer, "127.0.0.1", port, server_host_keys=[host_key],
                         authorized_client_keys=authorized,
-                        process_factory=_exec_handler(node, bin_dir, port, proc_root), encoding=None)
+                        process_factory=_exec_handler(node, bin_dir, port, running, proc_root), encoding=None)
                     servers.append(server)
                     known_lines.append(f"[127.0.0.1]:{port} {host_key.export_public_key().decode().strip()}")
                 hosts.append(host(node, port))  # no server: the unreachable node
@@ -275,6 +305,13 @@ async def demo_cluster(nodes: Sequence[DemoNode] = DEMO_NODES) -> AsyncIterator[
             for server in servers:
                 server.close()
                 await server.wait_closed()
+            # Commands still running (a stopped sweep's): ended here, not by asyncio.run's final cancel, and
+            # every process still being created awaited, so none is left to hang the loop's close.
+            for task in running:
+                task.cancel()
+            if running:
+                await asyncio.wait(running, timeout=SETTLE_S)
+            await settle()
 
 
 def _transport(cluster: DemoCluster, connect_timeout_s: float, *, keep_connections: bool = False) -> SshTransport:

@@ -9,6 +9,7 @@ import signal
 
 from gpudiag.model import Host, RemoteResult
 from gpudiag.transport.base import STDERR_LIMIT_BYTES, CommandTimeout, RemoteCommand
+from gpudiag.transport.spawn import settle, start_process
 
 
 class _Gathered(asyncio.SubprocessProtocol):
@@ -50,10 +51,10 @@ class LocalTransport:
 
     async def run(self, host: Host, command: RemoteCommand) -> RemoteResult:
         loop = asyncio.get_running_loop()
-        transport, gathered = await loop.subprocess_exec(
+        transport, gathered = await start_process(loop.subprocess_exec(
             lambda: _Gathered(command.stdout_limit_bytes), "sh", "-c", command.command,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            start_new_session=True)
+            start_new_session=True), end=_end_unwanted)
         try:
             stdin = transport.get_pipe_transport(0)
             assert isinstance(stdin, asyncio.WriteTransport)
@@ -86,10 +87,20 @@ class LocalTransport:
             await asyncio.wait({gathered.done}, timeout=_SETTLE_S)
 
     async def close(self) -> None:
-        return None
+        await settle()  # a process a cancelled run was still creating: ended before the loop closes
 
 
 _SETTLE_S = 2.0  # past a cut, or once killed: how long the process's exit and its pipes' ends are awaited
+
+
+async def _end_unwanted(made: tuple[asyncio.SubprocessTransport, _Gathered]) -> None:
+    """A process created after its run was cancelled: ended as :meth:`LocalTransport.run` ends one."""
+    transport, gathered = made
+    try:
+        _kill_group(transport.get_pid())
+        await asyncio.wait({gathered.exited}, timeout=_SETTLE_S)  # before close(), as in run()
+    finally:
+        transport.close()
 
 
 def _kill_group(pid: int) -> None:
