@@ -18,7 +18,8 @@ from collections.abc import Callable
 
 import pynvml
 
-from gpudiag_node.readings import READINGS
+from gpudiag_node.nvml import Reader
+from gpudiag_node.readings import READINGS, STRUCT_GETTERS
 
 
 def cpu_ms(fn: Callable[[], object]) -> tuple[float, str]:
@@ -41,7 +42,9 @@ def getters(handle: object) -> list[tuple[str, Callable[[], object]]]:
         if name is None:
             continue
         values = [getattr(pynvml, a) for a in args]
-        if name == "nvmlDeviceGetFieldValues":
+        if name in STRUCT_GETTERS:  # by reference, with its version: called bare it crashed the interpreter
+            calls[name] = functools.partial(Reader(pynvml).struct, name, handle)
+        elif name == "nvmlDeviceGetFieldValues":
             calls[f"{name}({args[0]})"] = functools.partial(getattr(pynvml, name), handle, values)
         else:
             calls[f"{name}{tuple(args) if args else ''}"] = functools.partial(getattr(pynvml, name), handle, *values)

@@ -36,7 +36,10 @@ class _Failed(Exception):
     """A reading's call failed (not merely unsupported): its message goes in the row's errors."""
 
 
-class _Reader(object):
+class Reader(object):
+    """NVML calls as the collector makes them: not applicable is None, a failure is :class:`_Failed`, a struct
+    getter is given its struct (bench/nvml_call_cost.py times the same calls)."""
+
     def __init__(self, pynvml):
         self.nv = pynvml
         self.not_applicable = tuple(getattr(pynvml, n) for n in NOT_APPLICABLE if hasattr(pynvml, n))
@@ -278,7 +281,7 @@ def collect(pynvml, samples, interval_s, watcher=None):
         pynvml.nvmlInit()
     except Exception as exc:  # any init failure means "use nvidia-smi instead", with the reason
         raise NvmlUnavailable("%s: %s" % (type(exc).__name__, exc)) from exc
-    r = _Reader(pynvml)
+    r = Reader(pynvml)
     try:
         try:
             cuda = r.call("nvmlSystemGetCudaDriverVersion")

@@ -6,16 +6,20 @@ in the run's record, and ``gpudiag sweep`` prints its report before it notifies.
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import threading
+import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from gpudiag.audit.history import History
 from gpudiag.audit.notify import send, targets
-from webhook import hostile_webhook
+from gpudiag.audit.webhook import WebhookError, post_status
+from webhook import hostile_webhook, running_webhook
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -79,3 +83,50 @@ def test_the_report_is_printed_before_a_receiver_that_never_answers(tmp_path: Pa
     with History.open(history) as opened:
         (recorded,) = opened.runs()
     assert recorded["notify_errors"] == [line]
+
+
+def _in_a_thread(call: Callable[[], object], bound_s: float) -> list[object]:
+    """What ``call`` returned or raised, from a thread joined within ``bound_s`` (a generous bound that only a
+    call without a deadline misses); [] when it had not ended by then."""
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except Exception as exc:  # noqa: BLE001 - the test reads it
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(bound_s)
+    return outcome
+
+
+def test_a_name_that_does_not_resolve_in_time_is_one_line_within_the_deadline() -> None:
+    # socket.create_connection resolved with no timeout at all: a resolver that does not answer held the run
+    release = threading.Event()
+
+    def silent_resolver(host: str, port: int, family: int, kind: int) -> object:
+        release.wait(120)
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    try:
+        outcome = _in_a_thread(lambda: post_status("http://hooks.example/gpudiag", b"{}", 1.0,
+                                                   resolve=silent_resolver), bound_s=30)
+    finally:
+        release.set()
+    assert len(outcome) == 1 and isinstance(outcome[0], WebhookError), outcome
+    assert str(outcome[0]) == "cannot resolve hooks.example within 1 s"
+
+
+def test_each_address_of_the_name_is_tried_in_turn_within_one_deadline() -> None:
+    with socket.socket() as closed:  # a port nothing listens on: refused at once
+        closed.bind(("127.0.0.1", 0))
+        refused = closed.getsockname()
+    with running_webhook() as hook:
+        receiver = urllib.parse.urlsplit(hook.url)
+        addresses = [(socket.AF_INET, socket.SOCK_STREAM, 6, "", refused),
+                     (socket.AF_INET, socket.SOCK_STREAM, 6, "", (receiver.hostname, receiver.port))]
+        outcome = _in_a_thread(lambda: post_status(f"http://hooks.example:{receiver.port}/x", b'{"a": 1}', 5.0,
+                                                   resolve=lambda *_: addresses), bound_s=30)
+        assert outcome == [(200, "OK")] and hook.bodies == [{"a": 1}]

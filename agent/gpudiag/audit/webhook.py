@@ -12,13 +12,19 @@ honoured as urllib honours them (``urllib.request.getproxies``, ``proxy_bypass``
 from __future__ import annotations
 
 import base64
+import queue
 import socket
 import ssl
+import threading
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
+from typing import Any
 
 MAX_ANSWER_BYTES = 4096  # the status line (and a proxy's CONNECT answer) must arrive within this many bytes
+
+Resolver = Callable[[str, int, int, int], Any]  # socket.getaddrinfo's (host, port, family, type)
 
 
 class WebhookError(Exception):
@@ -40,10 +46,11 @@ class _Deadline:
 
 def post_status(url: str, body: bytes, timeout_s: float, *,
                 headers: tuple[tuple[str, str], ...] = (("Content-Type", "application/json"),
-                                                        ("User-Agent", "gpudiag"))) -> tuple[int, str]:
-    """POST ``body`` to ``url`` (http or https); the answer's (status, reason), within ``timeout_s`` in all.
-    Raises :class:`WebhookError` (one line) for anything else: no connection, a reset, a deadline passed, an
-    answer that is not HTTP."""
+                                                        ("User-Agent", "gpudiag")),
+                resolve: Resolver = socket.getaddrinfo) -> tuple[int, str]:
+    """POST ``body`` to ``url`` (http or https); the answer's (status, reason), within ``timeout_s`` in all,
+    the name's lookup (``resolve``) included. Raises :class:`WebhookError` (one line) for anything else: no
+    connection, a reset, a deadline passed, an answer that is not HTTP."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise WebhookError(f"not an http(s) URL: {parts.scheme}://")
@@ -55,7 +62,7 @@ def post_status(url: str, body: bytes, timeout_s: float, *,
     host_header = _host_header(parts.hostname, port, parts.scheme)
     proxy = _proxy_for(parts.scheme, parts.hostname)
     try:
-        sock = _connect(proxy or (parts.hostname, port), deadline)
+        sock = _connect(proxy or (parts.hostname, port), deadline, resolve)
         try:
             if proxy is not None and parts.scheme == "https":
                 _tunnel(sock, f"{_bracketed(parts.hostname)}:{port}", deadline)
@@ -84,11 +91,50 @@ def post_status(url: str, body: bytes, timeout_s: float, *,
         raise WebhookError(exc.strerror or str(exc) or type(exc).__name__) from None
 
 
-def _connect(address: tuple[str, int], deadline: _Deadline) -> socket.socket:
+def _connect(address: tuple[str, int], deadline: _Deadline, resolve: Resolver) -> socket.socket:
+    """A TCP connection to the first of the name's addresses that takes one, all within the deadline
+    (``socket.create_connection`` resolves without a timeout and gives each address the whole timeout)."""
+    failure: OSError = OSError(f"no address for {address[0]}")
+    for family, kind, proto, _, where in _addresses(address, deadline, resolve):
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(deadline.left())
+            sock.connect(where)
+            return sock
+        except TimeoutError:
+            sock.close()
+            raise
+        except OSError as exc:  # refused or unreachable: the next address
+            sock.close()
+            failure = exc
+        except BaseException:
+            sock.close()
+            raise
+    raise failure
+
+
+def _addresses(address: tuple[str, int], deadline: _Deadline, resolve: Resolver) -> list[Any]:
+    """``getaddrinfo`` within what is left of the deadline: the lookup runs in a thread of its own (a resolver
+    that does not answer holds it, never the run; it is a daemon, so it never holds the exit either)."""
+    answer: queue.Queue[object] = queue.Queue(maxsize=1)
+
+    def lookup() -> None:
+        try:
+            answer.put(resolve(address[0], address[1], 0, socket.SOCK_STREAM))
+        except OSError as exc:
+            answer.put(exc)
+
+    threading.Thread(target=lookup, name="gpudiag-webhook-resolve", daemon=True).start()
     try:
-        return socket.create_connection(address, timeout=deadline.left())
-    except socket.gaierror as exc:
-        raise WebhookError(f"cannot resolve {address[0]}: {exc.strerror}") from None
+        found = answer.get(timeout=deadline.left())
+    except queue.Empty:
+        raise WebhookError(f"cannot resolve {address[0]} within {deadline.seconds:g} s") from None
+    if isinstance(found, socket.gaierror):
+        raise WebhookError(f"cannot resolve {address[0]}: {found.strerror}")
+    if isinstance(found, OSError):
+        raise found
+    assert isinstance(found, list), found
+    return found
 
 
 def _tunnel(sock: socket.socket, authority: str, deadline: _Deadline) -> None:

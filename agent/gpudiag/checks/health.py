@@ -10,6 +10,8 @@ https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/) and nvml.h.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gpudiag.checks.context import NO_FACTS, NodeFacts
 from gpudiag.checks.gpu import cannot_judge
 from gpudiag.model import CheckSettings, Finding, GpuReading, Severity
@@ -28,44 +30,52 @@ def _rows(gpu: GpuReading) -> str:
     return f"rows remapped so far: {', '.join(parts)}" if parts else "remapped row counts not reported"
 
 
+def _flagged(code: str, severity: Severity, host: str, gpu: GpuReading, flag: str, what: str,
+             summary: Callable[[], str], evidence: Callable[[], dict[str, object]]) -> tuple[Finding, ...]:
+    """The memory checks' one shape: ``code`` when the GPU raises the reading ``flag``; UNKNOWN when it failed
+    to read (:func:`cannot_judge` with ``what``); else nothing. The text is made only for a finding."""
+    if not getattr(gpu, flag) or gpu.lost:
+        return cannot_judge(code, host, gpu, what, flag)
+    return (Finding(code=code, severity=severity, host=host, gpu=gpu.index, summary=summary(), evidence=evidence()),)
+
+
 def row_remap_pending(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFacts = NO_FACTS) -> tuple[Finding, ...]:
     """ROW_REMAP_PENDING: a memory row waits to be remapped, which happens at the next GPU reset. Work that
     runs may go on (NVIDIA), but the bad row stays in use until then."""
-    if not gpu.remapped_rows_pending or gpu.lost:
-        return cannot_judge("ROW_REMAP_PENDING", host, gpu, "whether a row remap is pending", "remapped_rows_pending")
-    return (Finding(code="ROW_REMAP_PENDING", severity=Severity.WARNING, host=host, gpu=gpu.index,
-                    summary=f"a memory row remap is pending ({_rows(gpu)}): it takes effect at the next GPU reset - "
+    return _flagged("ROW_REMAP_PENDING", Severity.WARNING, host, gpu, "remapped_rows_pending",
+                    "whether a row remap is pending",
+                    lambda: f"a memory row remap is pending ({_rows(gpu)}): it takes effect at the next GPU reset - "
                             "drain the GPU's work and reset it (nvidia-smi -r) or reboot",
-                    evidence=_memory_evidence(gpu)),)
+                    lambda: _memory_evidence(gpu))
 
 
 def row_remap_failed(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFacts = NO_FACTS) -> tuple[Finding, ...]:
     """ROW_REMAP_FAILED: a row remap failed in the GPU's lifetime (no spare row left in a bank): NVIDIA's
     RMA criterion for row remapping."""
-    if not gpu.remapped_rows_failure or gpu.lost:
-        return cannot_judge("ROW_REMAP_FAILED", host, gpu, "whether a row remap failed", "remapped_rows_failure")
-    return (Finding(code="ROW_REMAP_FAILED", severity=Severity.CRITICAL, host=host, gpu=gpu.index,
-                    summary=f"a memory row remap failed ({_rows(gpu)}): the GPU has no spare row left for a bad "
+    return _flagged("ROW_REMAP_FAILED", Severity.CRITICAL, host, gpu, "remapped_rows_failure",
+                    "whether a row remap failed",
+                    lambda: f"a memory row remap failed ({_rows(gpu)}): the GPU has no spare row left for a bad "
                             "one - drain it and replace the GPU (NVIDIA's RMA policy for row remapping)",
-                    evidence=_memory_evidence(gpu)),)
+                    lambda: _memory_evidence(gpu))
+
+
+def _retired(gpu: GpuReading) -> str:
+    return ", ".join(f"{n} for {what}" for n, what in ((gpu.retired_pages_dbe, "double-bit errors"),
+                                                       (gpu.retired_pages_sbe, "single-bit errors"))
+                     if n is not None) or "retired page counts not reported"
 
 
 def retired_pages_pending(host: str, gpu: GpuReading, s: CheckSettings,
                           facts: NodeFacts = NO_FACTS) -> tuple[Finding, ...]:
     """RETIRED_PAGES_PENDING: a memory page waits to be retired (GPUs before Ampere), at the next reset or
     driver reload."""
-    if not gpu.retired_pages_pending or gpu.lost:
-        return cannot_judge("RETIRED_PAGES_PENDING", host, gpu, "whether a page retirement is pending",
-                            "retired_pages_pending")
-    counts = ", ".join(f"{n} for {what}" for n, what in ((gpu.retired_pages_dbe, "double-bit errors"),
-                                                         (gpu.retired_pages_sbe, "single-bit errors"))
-                       if n is not None) or "retired page counts not reported"
-    return (Finding(code="RETIRED_PAGES_PENDING", severity=Severity.WARNING, host=host, gpu=gpu.index,
-                    summary=f"a memory page retirement is pending (retired so far: {counts}): it takes effect at "
-                            "the next GPU reset or driver reload - drain the GPU and reset it",
-                    evidence={"retired_pages_sbe": gpu.retired_pages_sbe, "retired_pages_dbe": gpu.retired_pages_dbe,
-                              "retired_pages_pending": gpu.retired_pages_pending,
-                              "ecc_uncorrected_aggregate": gpu.ecc_uncorrected_aggregate}),)
+    return _flagged("RETIRED_PAGES_PENDING", Severity.WARNING, host, gpu, "retired_pages_pending",
+                    "whether a page retirement is pending",
+                    lambda: f"a memory page retirement is pending (retired so far: {_retired(gpu)}): it takes "
+                            "effect at the next GPU reset or driver reload - drain the GPU and reset it",
+                    lambda: {"retired_pages_sbe": gpu.retired_pages_sbe, "retired_pages_dbe": gpu.retired_pages_dbe,
+                             "retired_pages_pending": gpu.retired_pages_pending,
+                             "ecc_uncorrected_aggregate": gpu.ecc_uncorrected_aggregate})
 
 
 def _on_off(enabled: bool) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from gpudiag.collect.untrusted import integer, items, mapping, seconds, text
@@ -58,43 +58,47 @@ def _from_nvml(part: Mapping[str, Any]) -> PerGpu:
     return out
 
 
-def _smi_counters(stdout: str) -> PerGpu:
-    out: PerGpu = {}
+def _smi_sections(stdout: str) -> Iterator[tuple[int, str | None]]:
+    """nvidia-smi nvlink's answer as (gpu, line) for each line of a GPU's section, (gpu, None) at its heading;
+    what comes before the first heading, and the sections of GPUs past MAX_GPUS, are skipped."""
+    seen: set[int] = set()
     gpu: int | None = None
     for line in stdout[:MAX_TEXT].splitlines():
         found = _GPU.match(line.strip())
         if found:
             gpu = int(found.group(1))
-            if len(out) < MAX_GPUS:
-                out.setdefault(gpu, {name: {} for name in COUNTERS})
-            continue
-        if gpu is None or gpu not in out:
-            continue
-        for link, name, value in _COUNTER.findall(line):
+            if gpu not in seen and len(seen) >= MAX_GPUS:
+                gpu = None
+                continue
+            seen.add(gpu)
+            yield gpu, None
+        elif gpu is not None:
+            yield gpu, line
+
+
+def _smi_counters(stdout: str) -> PerGpu:
+    out: PerGpu = {}
+    for gpu, line in _smi_sections(stdout):
+        values = out.setdefault(gpu, {name: {} for name in COUNTERS})
+        for link, name, value in _COUNTER.findall(line or ""):
             counter = _NAMES.get(name.strip().lower())
             if counter is not None and int(link) < MAX_LINKS:
-                out[gpu][counter].setdefault(int(link), int(value))
+                values[counter].setdefault(int(link), int(value))
     return out
 
 
 def _smi_states(stdout: str) -> dict[int, dict[int, bool]]:
     out: dict[int, dict[int, bool]] = {}
-    gpu: int | None = None
-    for line in stdout[:MAX_TEXT].splitlines():
-        found = _GPU.match(line.strip())
-        if found:
-            gpu = int(found.group(1))
-            if len(out) < MAX_GPUS:
-                out.setdefault(gpu, {})
-            continue
-        state = _STATE.search(line)
-        if gpu is None or gpu not in out or not state or int(state.group(1)) >= MAX_LINKS:
+    for gpu, line in _smi_sections(stdout):
+        states = out.setdefault(gpu, {})
+        state = _STATE.search(line or "")
+        if not state or int(state.group(1)) >= MAX_LINKS:
             continue
         words = state.group(2).strip().lower()
         if "inactive" in words or "disabled" in words or "down" in words:
-            out[gpu][int(state.group(1))] = False
+            states[int(state.group(1))] = False
         elif re.match(r"[0-9.]+ ?[gm]b/s", words):
-            out[gpu][int(state.group(1))] = True
+            states[int(state.group(1))] = True
     return out
 
 

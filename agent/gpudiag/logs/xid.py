@@ -123,13 +123,9 @@ XIDS: dict[int, XidInfo] = {x.xid: x for x in (
        "the access was refused and the GPU keeps working (the catalog: ignore); look at the application", "IGNORE"),
     _x(140, "Unrecovered ECC error", "an ECC error the GPU could not recover from", C, _RESET, "RESET_GPU"),
     _x(143, "GPU initialization failure", "the GPU failed to initialize", C, _RESET, "RESET_GPU"),
-    _x(144, "NVLink SAW error", "NVLink error (Blackwell)", C, _NVLINK, "WORKFLOW_NVLINK5_ERR"),
-    _x(145, "NVLink RLW error", "NVLink error (Blackwell)", C, _NVLINK, "WORKFLOW_NVLINK5_ERR"),
-    _x(146, "NVLink TLW error", "NVLink error (Blackwell)", C, _NVLINK, "WORKFLOW_NVLINK5_ERR"),
-    _x(147, "NVLink TREX error", "NVLink error (Blackwell)", C, _NVLINK, "WORKFLOW_NVLINK5_ERR"),
-    _x(148, "NVLink NVLPW control error", "NVLink error (Blackwell)", C, _NVLINK, "WORKFLOW_NVLINK5_ERR"),
-    _x(149, "NVLink NETIR error", "NVLink error (Blackwell)", C, _NVLINK, "WORKFLOW_NVLINK5_ERR"),
-    _x(150, "NVLink MSE error", "NVLink error (Blackwell)", C, _NVLINK, "WORKFLOW_NVLINK5_ERR"),
+    *(_x(xid, f"NVLink {unit} error", "NVLink error (Blackwell)", C, _NVLINK, "WORKFLOW_NVLINK5_ERR")
+      for xid, unit in ((144, "SAW"), (145, "RLW"), (146, "TLW"), (147, "TREX"), (148, "NVLPW control"),
+                        (149, "NETIR"), (150, "MSE"))),
     _x(154, "GPU recovery action changed", "the driver says the GPU needs a recovery action (reset, reboot or "
        "drain) before it can be trusted", C, "read nvidia-smi -q's 'GPU Recovery Action' and do what it says",
        "XID_154"),

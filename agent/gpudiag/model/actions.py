@@ -10,8 +10,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 
+from gpudiag.model.labelled import Labelled
 
-class Action(enum.Enum):
+
+class Action(Labelled, enum.Enum):
     """One rung of the ladder; its value is the word the JSON, the drain reason and ``--drain-on`` use.
 
     A plain Enum, not an IntEnum, as :class:`~gpudiag.model.Severity` is: how far up the ladder one is, is
@@ -47,13 +49,6 @@ class Action(enum.Enum):
         """Whether this action is ``other`` or higher on the ladder."""
         return self.rank >= other.rank
 
-    @classmethod
-    def from_label(cls, label: str) -> Action:
-        """ "reset_gpu" -> RESET_GPU; ValueError naming the labels for anything else."""
-        for action in cls:
-            if action.label == label:
-                return action
-        raise ValueError(f"unknown action {label!r} (expected one of {', '.join(a.label for a in cls)})")
 
 
 _BY_RANK = tuple(Action)  # declaration order is the ladder's order

@@ -8,8 +8,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 
+from gpudiag.model.labelled import Labelled
 
-class Severity(enum.Enum):
+
+class Severity(Labelled, enum.Enum):
     """Nagios-style severity; its value is the Nagios exit value (OK 0, WARNING 1, CRITICAL 2, UNKNOWN 3).
 
     A plain Enum, not an IntEnum: severities do not compare as numbers, so ``max()`` cannot rank UNKNOWN (3)
@@ -36,13 +38,6 @@ class Severity(enum.Enum):
         ordering of severities (worst(), most serious first in reports) uses this."""
         return _RANK[self]
 
-    @classmethod
-    def from_label(cls, label: str) -> Severity:
-        """ "warning" → WARNING; ValueError naming the labels for anything else."""
-        for severity in cls:
-            if severity.label == label:
-                return severity
-        raise ValueError(f"unknown severity {label!r} (expected one of {', '.join(s.label for s in cls)})")
 
 
 _RANK = {Severity.OK: 0, Severity.WARNING: 1, Severity.UNKNOWN: 2, Severity.CRITICAL: 3}

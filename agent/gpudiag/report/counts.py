@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from gpudiag.model import HostStatus, Severity, SweepReport
+from gpudiag.model import Action, HostStatus, Severity, SweepReport
 
 UNKNOWN_SM = "unknown"  # the gpus_by_sm key for GPUs whose SM family was not reported
 
@@ -43,6 +43,18 @@ def findings_by_severity(report: SweepReport) -> dict[str, int]:
     """Every severity label (ok, warning, critical, unknown; zeros included) → count."""
     counts = Counter(f.severity for f in report.findings)
     return {severity.label: counts.get(severity, 0) for severity in Severity}
+
+
+def hosts_by_action(report: SweepReport) -> dict[Action, int]:
+    """Action → how many hosts it is the highest of (none left out), highest on the ladder first."""
+    counts = Counter(h.action for h in report.hosts if h.action is not Action.NONE)
+    return dict(sorted(counts.items(), key=lambda item: -item[0].rank))
+
+
+def actions_phrase(report: SweepReport) -> str:
+    """ "reboot_node (1 host), reset_gpu (2 hosts)", highest first; "" when no host needs anything."""
+    return ", ".join(f"{action.label} ({n} host{'s' if n != 1 else ''})"
+                     for action, n in hosts_by_action(report).items())
 
 
 HELD_IDLE = "GPU_HELD_IDLE"

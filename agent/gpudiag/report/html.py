@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import fields
 
-from gpudiag.model import CheckSettings, Finding, HostReport, HostStatus, Severity, SweepReport
+from gpudiag.model import Action, CheckSettings, Finding, HostReport, HostStatus, Severity, SweepReport
 from gpudiag.model.changes import ChangeSet
-from gpudiag.report.counts import findings_by_severity, gpus_by_sm, hosts_by_status
+from gpudiag.report.counts import actions_phrase, findings_by_severity, gpus_by_sm, hosts_by_status
 from gpudiag.report.escape import html_text as escape  # node text: controls and bidi escaped, then markup
 from gpudiag.report.fold import index_ranges
 from gpudiag.report.html_chart import (
@@ -90,8 +90,10 @@ def _summary(report: SweepReport) -> str:
     statuses = ", ".join(f"{n} {s}" for s, n in hosts_by_status(report).items() if n)
     severities = ", ".join(f"{n} {s}" for s, n in findings_by_severity(report).items() if n) or "none"
     gpus = sum(len(h.gpus) for h in report.hosts)
+    actions = actions_phrase(report) or "none"
     return (f"<p>Started {escape(report.started_at)}, took {report.duration_s:.1f} s. Hosts: {len(report.hosts)} "
-            f"({escape(statuses)}). GPUs: {gpus}. Findings: {escape(severities)}. Exit code {report.exit_code}.</p>")
+            f"({escape(statuses)}). GPUs: {gpus}. Findings: {escape(severities)}. Actions: {escape(actions)}. "
+            f"Exit code {report.exit_code}.</p>")
 
 
 def _gpus(indexes: list[int | None]) -> str:
@@ -105,13 +107,13 @@ def _gpus(indexes: list[int | None]) -> str:
 def _findings(report: SweepReport) -> str:
     """The findings table: one row per code, severity and host, its GPUs folded into a range; a folded row
     shows its first GPU's sentence, every GPU's own in a ``<details>`` under it."""
-    rows: dict[tuple[int, str, str, Severity], list[Finding]] = defaultdict(list)
+    rows: dict[tuple[int, str, str, int, Severity, Action], list[Finding]] = defaultdict(list)
     for f in report.findings:
-        rows[(-f.severity.rank, f.code, f.host, f.severity)].append(f)
+        rows[(-f.severity.rank, f.code, f.host, -f.action.rank, f.severity, f.action)].append(f)
     if not rows:
         return "<p>No findings.</p>"
     out = []
-    for (_, code, host, severity), found in sorted(rows.items(), key=lambda r: r[0][:3]):
+    for (_, code, host, _, severity, action), found in sorted(rows.items(), key=lambda r: r[0][:4]):
         found.sort(key=lambda f: -1 if f.gpu is None else f.gpu)
         text = escape(found[0].summary)
         if len(found) > 1:
@@ -120,9 +122,9 @@ def _findings(report: SweepReport) -> str:
             text = f"<details><summary>{first}{text}</summary><ul>{each}</ul></details>"
         out.append(f'<tr><td>{_sev(severity)}</td><td class="nowrap">{escape(code)}</td><td class="nowrap">'
                    f'{escape(host)}</td><td class="gpus">{_gpus([f.gpu for f in found])}</td>'
-                   f'<td class="what">{text}</td></tr>')
-    return ('<table id="findings"><tr><th>severity</th><th>code</th><th>host</th><th>GPUs</th><th>what</th></tr>'
-            + "".join(out) + "</table>")
+                   f'<td class="nowrap">{escape(action.label)}</td><td class="what">{text}</td></tr>')
+    return ('<table id="findings"><tr><th>severity</th><th>code</th><th>host</th><th>GPUs</th><th>action</th>'
+            '<th>what</th></tr>' + "".join(out) + "</table>")
 
 
 def _partial_reasons(h: HostReport) -> list[Finding]:

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from gpudiag.model import GpuReading, SweepReport
+from gpudiag.model import Action, GpuReading, SweepReport
 from gpudiag.model.changes import epoch_of
 from gpudiag.report.escape import safe_lines
 from gpudiag.report.view import ReportView
@@ -78,6 +78,9 @@ GPU_METRICS: tuple[GpuMetric, ...] = (
 METRICS = {
     "gpudiag_host_up": "1 when the host answered the sweep (status ok or partial), else 0.",
     "gpudiag_host_status": "The host's status in the last sweep (one series, value 1, labelled with it).",
+    "gpudiag_host_action": "What to do about the host: the highest action of its findings (one series, "
+                           "labelled with it; value: its rung on the ladder, "
+                           f"{', '.join(f'{a.rank} {a.label}' for a in Action)}).",
     "gpudiag_finding": "An open finding (value: how many share these labels).",
     "gpudiag_run_timestamp_seconds": "When the last sweep started (Unix time).",
     "gpudiag_run_duration_seconds": "How long the last sweep took.",
@@ -137,6 +140,8 @@ def families(report: SweepReport) -> tuple[Family, ...]:
         ("gpudiag_host_up", ("host",), tuple(((("host", h.host),), int(h.status.answered)) for h in report.hosts)),
         ("gpudiag_host_status", ("host", "status"),
          tuple(((("host", h.host), ("status", h.status.value)), 1) for h in report.hosts)),
+        ("gpudiag_host_action", ("host", "action"),
+         tuple(((("host", h.host), ("action", h.action.label)), h.action.rank) for h in report.hosts)),
         ("gpudiag_finding", finding_labels,
          tuple((tuple(zip(finding_labels, key, strict=True)), n) for key, n in sorted(open_findings.items()))),
         ("gpudiag_run_timestamp_seconds", (), (((), epoch_of(report.started_at)),)),

@@ -24,7 +24,6 @@ from rich.table import Table
 from rich.text import Text
 
 from gpudiag.model import (
-    Action,
     GpuReading,
     HostReport,
     Severity,
@@ -35,7 +34,14 @@ from gpudiag.model import (
 )
 from gpudiag.report.changes_text import render_changes
 from gpudiag.report.columns import Column, allot, fit, total, wrap
-from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, held_idle, hosts_by_status
+from gpudiag.report.counts import (
+    actions_phrase,
+    findings_by_code,
+    findings_by_severity,
+    gpus_by_sm,
+    held_idle,
+    hosts_by_status,
+)
 from gpudiag.report.evidence import shown_process
 from gpudiag.report.findings_section import SEVERITY_TAGS, findings_section, most_serious_first
 from gpudiag.report.fold import counted_label, generic, group_hosts, host_label, index_ranges, label_parts, shown
@@ -394,11 +400,9 @@ def _summary_section(report: SweepReport, color: bool) -> list[RenderableType]:
         grid.add_row(safe_text("power"), safe_text("shown as " + ", ".join(
             f"{source.short} ({n} GPU{'s' if n != 1 else ''})" for source, n in sources.most_common())))
     grid.add_row(safe_text("findings"), safe_text(f"{len(report.findings)}: {_counts(findings_by_code(report))}"))
-    actions = Counter(h.action for h in report.hosts if h.action is not Action.NONE)
+    actions = actions_phrase(report)
     if actions:  # what to do, highest first: the hosts by their action (the highest of their findings')
-        grid.add_row(safe_text("actions"), safe_text(", ".join(
-            f"{action.label} ({n} host{'s' if n != 1 else ''})"
-            for action, n in sorted(actions.items(), key=lambda item: -item[0].rank))))
+        grid.add_row(safe_text("actions"), safe_text(actions))
     idle, gib, owners = held_idle(report)
     if idle:  # a cluster operator's first cost question: which allocated GPUs do nothing, and whose
         grid.add_row(safe_text("held idle"), safe_text(

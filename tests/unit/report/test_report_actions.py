@@ -1,5 +1,6 @@
 """The action ladder in the reports: each finding's and each host's action in the JSON (and read back from
-a document written before findings had one), in the table at 80 columns, and in the changes document."""
+a document written before findings had one), in the table at 80 columns, in the changes document, the HTML
+page and the Prometheus text."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from builders import finding, gpu, host_report, sweep
 from gpudiag.audit.changes import compare
 from gpudiag.model import Action, Severity
 from gpudiag.report.changes_report import changes_document
+from gpudiag.report.html import render_html
 from gpudiag.report.json_report import from_document, to_document
+from gpudiag.report.prometheus import render_prometheus
 from gpudiag.report.table import render_table
 
 XID = finding(host="gpu01", gpu=1, code="XID", severity=Severity.CRITICAL,
@@ -57,3 +60,14 @@ def test_the_changes_document_carries_the_actions() -> None:
     assert doc["host_actions"] == {"gpu01": "reboot_node"}
     assert [(c["code"], c["action"]) for c in doc["changes"]] == [("XID", "reboot_node"),
                                                                    ("ROW_REMAP_PENDING", "reset_gpu")]
+
+
+def test_the_html_page_and_the_prometheus_text_carry_the_actions() -> None:
+    page = render_html(report())  # type: ignore[arg-type]
+    assert "Actions: reboot_node (1 host)." in page
+    assert '<th>GPUs</th><th>action</th><th>what</th>' in page
+    assert '<td class="gpus">1</td><td class="nowrap">reboot_node</td>' in page  # the Xid's row
+    assert '<td class="gpus">3</td><td class="nowrap">reset_gpu</td>' in page  # the remap's row
+    lines = render_prometheus(report()).splitlines()  # type: ignore[arg-type]
+    assert 'gpudiag_host_action{host="gpu01",action="reboot_node"} 4' in lines
+    assert 'gpudiag_host_action{host="gpu02",action="none"} 0' in lines
