@@ -78,13 +78,13 @@ def gpu_memory_unaccounted(host: str, gpu: GpuReading, s: CheckSettings,
     """GPU_MEMORY_UNACCOUNTED: the GPU's used memory exceeds what its listed processes hold by at least
     ``unaccounted_memory_mib``: a process in another PID namespace or container the collector's user cannot
     see, or a context a dead process left behind. Only where the processes were listed for this GPU (never
-    guessed from a failed listing) and every listed process's memory is known. A listing that finds no process
-    on the whole node is the plainest case (the only job runs in a container the sweep's user cannot see), so
-    it is said too, with what to do should every node read so (the sweep's user sees no GPU process at all)."""
+    guessed from a failed listing), every listed process's memory is known, and the listing found some process
+    on the node: a listing that finds none anywhere (a collector whose user or namespace sees no GPU process)
+    would flag every GPU of every node at once, which says something about the sweep, not about a GPU."""
     node = facts.node
     used = gpu.memory_used_mib
     if gpu.lost or used is None or node is None or node.processes_from is None \
-            or gpu.index in node.processes_unlisted:
+            or gpu.index in node.processes_unlisted or not node.processes:
         return ()
     procs = facts.processes_on(gpu.index)
     if any(p.used_memory_mib is None for p in procs):
@@ -93,13 +93,8 @@ def gpu_memory_unaccounted(host: str, gpu: GpuReading, s: CheckSettings,
     unaccounted = round(used - listed, 1)
     if unaccounted < s.unaccounted_memory_mib:
         return ()
-    if procs:
-        who = f"the {len(procs)} listed process{'es' if len(procs) != 1 else ''} hold {_gib(listed)}"
-    elif node.processes:
-        who = f"{node.processes_from} lists no process on it, though it lists some on other GPUs"
-    else:  # when every node reads so, it is the sweep's user that sees none: root, or the host's PID namespace
-        who = f"{node.processes_from} lists no GPU process on this node at all; if every node reads so, sweep as " \
-              "a user that sees the host's processes"
+    who = f"the {len(procs)} listed process{'es' if len(procs) != 1 else ''} hold {_gib(listed)}" if procs \
+        else f"{node.processes_from} lists no process on it, though it lists some on other GPUs"
     user = f" (as user {node.processes_user})" if node.processes_user else ""
     summary = (f"{_gib(unaccounted)} of its {_gib(used)} used memory is held by no listed process ({who}): a "
                f"process in another PID namespace or container this sweep's user{user} cannot see, or a context "
