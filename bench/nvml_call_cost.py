@@ -64,7 +64,13 @@ def main() -> None:
             ms, outcome = cpu_ms(functools.partial(pynvml.nvmlInitWithFlags, flags))
             per_call.setdefault(label, []).append(ms)
             outcomes[label] = outcome
-            handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            try:
+                handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            except pynvml.NVMLError as exc:  # NO_ATTACH on driver 580: no handle, so no getter answers
+                outcomes["nvmlDeviceGetHandleByIndex"] = type(exc).__name__
+                per_call.setdefault("nvmlDeviceGetHandleByIndex", []).append(0.0)
+                cpu_ms(pynvml.nvmlShutdown)
+                continue
             for name, call in getters(handle):
                 ms, outcome = cpu_ms(call)
                 per_call.setdefault(name, []).append(ms)
