@@ -7,13 +7,12 @@ and ``bench/growth.py --fake``."""
 from __future__ import annotations
 
 import contextlib
-import gc
 import io
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from cpu_cost import cpu_of
 from fake_transport import DATA, FakeTransport, answer, override_transport
 
 from gpudiag.model import Host
@@ -57,20 +56,16 @@ def cpu_of_sweep(folder: Path, count: int, args: Sequence[str]) -> tuple[float, 
     argv = ["gpudiag", "sweep", "-i", str(inventory(folder, count)), "--samples", "1", "--interval", "0", *args]
     saved, sys.argv = sys.argv, argv
     out = io.StringIO()
-    # A long pytest session holds every earlier test's objects: each full collection the sweep triggers would
-    # scan them too, a cost that grows with the session, not the hosts (a 200-host run read 6.3x a 50-host one
-    # on CI, 3x alone). Freezing them leaves the collector what a real run of the CLI has: the sweep's own heap.
-    gc.collect()
-    gc.freeze()
-    started = time.process_time()
-    try:
+
+    def run() -> None:
         with override_transport(lambda _ssh: transport), contextlib.redirect_stdout(out), \
                 contextlib.redirect_stderr(io.StringIO()), contextlib.suppress(SystemExit):
             main()
+
+    try:
+        spent, _ = cpu_of(run)  # on its own heap, as a run of the CLI is (tests/unit/cpu_cost.py)
     finally:
-        spent = time.process_time() - started
         sys.argv = saved
-        gc.unfreeze()
     return spent, out.getvalue()
 
 
