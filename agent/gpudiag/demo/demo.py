@@ -26,7 +26,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import socket
 import stat
 import sys
@@ -41,7 +40,7 @@ import asyncssh
 from gpudiag.demo.demo_logs import write_demo_logs
 from gpudiag.demo.proc_table import scenario_processes, write_proc_table
 from gpudiag.model import Host, SweepReport
-from gpudiag.transport.spawn import SETTLE_S, settle, start_process
+from gpudiag.transport.spawn import SETTLE_S, kill_group, settle, start_process
 
 if TYPE_CHECKING:
     from gpudiag.logs.plan import Planner
@@ -230,9 +229,9 @@ def _exec_handler(node: DemoNode, bin_dir: Path, port: int, running: set[asyncio
                 process.stdout.write(as_node(line, node))
                 await process.stdout.drain()
         except (OSError, asyncssh.Error):  # the client left mid-answer
-            _kill_group(proc)
+            kill_group(proc.pid)
         except asyncio.CancelledError:  # the demo cluster stops: its nodes' processes with it
-            _kill_group(proc)
+            kill_group(proc.pid)
             raise
         finally:
             code = await proc.wait()
@@ -245,15 +244,9 @@ def _exec_handler(node: DemoNode, bin_dir: Path, port: int, running: set[asyncio
     return handle
 
 
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    """SIGKILL the command's session (``sh`` and the collector it started), as sshd's hang-up would end it."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
 async def _end_group(proc: asyncio.subprocess.Process) -> None:
     """A command started after its channel's handler was cancelled: ended, its exit reaped, its pipes closed."""
-    _kill_group(proc)
+    kill_group(proc.pid)
     if proc.stdin is not None:
         proc.stdin.close()
     await proc.wait()

@@ -28,11 +28,13 @@ async def honour_cancel(awaitable: Awaitable[T], discard: Callable[[T], object])
         return await asyncio.shield(task)
     except asyncio.CancelledError:
         task.cancel()
-        task.add_done_callback(lambda done: _discard(done, discard))
+        task.add_done_callback(lambda done: hand_late(done, discard))
         raise
 
 
-def _discard(done: asyncio.Future[T], discard: Callable[[T], object]) -> None:
+def hand_late(done: asyncio.Future[T], discard: Callable[[T], object]) -> None:
+    """Give what ``done`` still produced after its caller was cancelled to ``discard``; nothing when it was
+    cancelled or failed."""
     if done.cancelled():
         return
     if done.exception() is None:  # retrieved either way: no "exception was never retrieved" in the log

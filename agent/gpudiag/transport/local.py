@@ -4,12 +4,10 @@ inventory), with the same limits as over SSH."""
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 
 from gpudiag.model import Host, RemoteResult
 from gpudiag.transport.base import STDERR_LIMIT_BYTES, CommandTimeout, RemoteCommand
-from gpudiag.transport.spawn import settle, start_process
+from gpudiag.transport.spawn import kill_group, settle, start_process
 
 
 class _Gathered(asyncio.SubprocessProtocol):
@@ -66,7 +64,7 @@ class LocalTransport:
             if gathered.cut.done():
                 # Past the bound the flood is ended at once; stderr is kept for a moment more, as it may
                 # stay open as long as something that left the session lives.
-                _kill_group(transport.get_pid())
+                kill_group(transport.get_pid())
                 await asyncio.wait({gathered.done}, timeout=_SETTLE_S)
                 return RemoteResult(exit_status=None, stdout=bytes(gathered.stdout), stderr=bytes(gathered.stderr),
                                     stdout_truncated=True)
@@ -77,7 +75,7 @@ class LocalTransport:
         finally:
             try:
                 if not gathered.done.done():  # still running, or something it started holds a pipe
-                    _kill_group(transport.get_pid())
+                    kill_group(transport.get_pid())
                 if not gathered.exited.done():
                     # Awaited before close(): close() would otherwise poll() the child itself, racing the
                     # loop's child watcher for its exit status.
@@ -97,15 +95,7 @@ async def _end_unwanted(made: tuple[asyncio.SubprocessTransport, _Gathered]) -> 
     """A process created after its run was cancelled: ended as :meth:`LocalTransport.run` ends one."""
     transport, gathered = made
     try:
-        _kill_group(transport.get_pid())
+        kill_group(transport.get_pid())
         await asyncio.wait({gathered.exited}, timeout=_SETTLE_S)  # before close(), as in run()
     finally:
         transport.close()
-
-
-def _kill_group(pid: int) -> None:
-    """SIGKILL the process's group (it leads its own session), a hung nvidia-smi included."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass

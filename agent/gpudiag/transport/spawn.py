@@ -18,8 +18,12 @@ Standard library only.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
+
+from gpudiag.transport.cancel import hand_late
 
 T = TypeVar("T")
 
@@ -37,7 +41,7 @@ async def start_process(create: Coroutine[Any, Any, T], end: Callable[[T], Corou
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:
-        task.add_done_callback(lambda done: _end_late(done, end))
+        task.add_done_callback(lambda done: hand_late(done, lambda made: _tracked(end(made))))
         raise
 
 
@@ -50,15 +54,18 @@ async def settle(timeout_s: float = SETTLE_S) -> None:
         await asyncio.wait(pending, timeout=give_up_at - loop.time())
 
 
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group ``pid`` leads (a process started in a session of its own, and all it
+    started: the shell, the collector, a hung nvidia-smi); nothing when it is gone already."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def _tracked(coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
     task = asyncio.ensure_future(coro)
     _STARTING.add(task)
     task.add_done_callback(_STARTING.discard)
     return task
 
-
-def _end_late(done: asyncio.Task[T], end: Callable[[T], Coroutine[Any, Any, object]]) -> None:
-    if done.cancelled():
-        return
-    if done.exception() is None:  # retrieved either way: no "exception was never retrieved" in the log
-        _tracked(end(done.result()))
