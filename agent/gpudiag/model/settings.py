@@ -62,3 +62,20 @@ class CheckSettings:
     TPC, an Xid 43/45 follows each killed channel, a crashed 8-rank job writes one per GPU), so 20 is several
     faults; a GPU that keeps faulting under new jobs, or a remap or ECC Xid that recurs, reaches it within a
     day."""
+
+
+FLEET_FACTS = ("driver", "cuda", "vbios")  # what an expectation may name (the config's [fleet."MODEL"] keys)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VersionExpectation:
+    """What the operator expects a GPU model's hosts to run (``--expect "NVIDIA H200:driver=580.159.04"``, or the
+    config file's ``[fleet."NVIDIA H200"]`` table): beats the group's vote, as NHC's checks do. ``model`` "*"
+    applies to every model."""
+
+    model: str
+    fact: str  # one of FLEET_FACTS
+    version: str
+
+    def applies_to(self, model: str | None) -> bool:
+        return self.model == "*" or (model is not None and self.model.casefold() == model.casefold())

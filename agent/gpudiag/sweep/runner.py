@@ -19,7 +19,17 @@ from gpudiag.checks.fleet import with_fleet_findings
 from gpudiag.collect.parse import ProbeFormatError, parse_probe_output
 from gpudiag.collect.remote import TIMEOUT_EXIT_STATUSES, collector_call
 from gpudiag.logs.plan import NO_LOGS, LogOptions, LogPlan, build_plans
-from gpudiag.model import Host, HostReport, HostStatus, NodeReadings, RemoteResult, SweepReport, UnreachableReason
+from gpudiag.model import (
+    Host,
+    HostReport,
+    HostStatus,
+    JobAllocation,
+    NodeReadings,
+    RemoteResult,
+    SweepReport,
+    UnreachableReason,
+    VersionExpectation,
+)
 from gpudiag.model.choices import Source
 from gpudiag.transport.base import OutOfFiles, RemoteCommand, Transport, TransportError
 from gpudiag.transport.limits import window_for
@@ -49,6 +59,10 @@ class SweepOptions:
     stream: bool = False  # watch: one collector process per host answers every refresh (a kept connection)
     idle_s: float | None = None  # watch: a kept collector asked nothing for this long leaves (None: its default)
     settings: CheckSettings = field(default_factory=CheckSettings)
+    # The fleet step's inputs: the versions the operator expects per GPU model (--expect, [fleet]), and the GPUs
+    # the scheduler gave each running job on the swept nodes (read once, before the sweep, where Slurm gave them)
+    expectations: tuple[VersionExpectation, ...] = ()
+    allocations: tuple[JobAllocation, ...] = ()
 
 
 class SweepObserver(Protocol):
