@@ -1,6 +1,6 @@
 """A job across its nodes: the GPUs a scheduler gave a job (:class:`JobAllocation`), each GPU of a job as the
 sweep read it (:class:`JobGpu`), one job's line in the report (:class:`JobView`), and a note about a whole
-group (:class:`GroupNote`: versions with no clear majority, a group that mixes GPU models).
+group (:class:`GroupNote`: versions with no clear majority).
 
 A job is named by what the node can tell: the Slurm job of its processes (cgroup or ``SLURM_JOB_ID``), else
 their container or pod; a Slurm selection (``--slurm-job``) or allocation names a job's nodes too, so a node
@@ -91,9 +91,9 @@ class JobView:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GroupNote:
     """Something a whole group says, once, not a finding on each host: versions that no clear majority
-    shares, a group that mixes GPU models. ``summary`` is one sentence."""
+    shares. ``summary`` is one sentence."""
 
     group: str
-    code: str  # "VERSIONS_SPLIT", "MIXED_MODELS"
+    kind: str  # "versions split": what the note is about
     summary: str
     hosts: int  # the group's hosts that answered with GPUs

@@ -47,7 +47,12 @@ class CheckSettings:
     odd_gpu_power_pct: float = 25.0
     """... or whose power differs from its peers' median by this share of that median ..."""
     odd_gpu_clock_pct: float = 15.0
-    """... or whose SM clock does, is the odd one out."""
+    """... or whose SM clock does, is the odd one out. JOB_STRAGGLER uses the same three margins across a job's
+    nodes, below the job's median only ..."""
+    odd_gpu_sm_activity_pct: float = 25.0
+    """JOB_STRAGGLER: ... or whose SM activity (GPM, DCGM) is this share below its job's median."""
+    job_idle_utilization_pct: float = 5.0
+    """The job view: a GPU of a job whose busiest sample stays below this is idle (not in the job's work)."""
     pcie_busy_utilization_pct: float = 50.0
     """PCIE_LINK_DEGRADED: only judged while the GPU is this busy (idle links downshift to save power)."""
     power_limit_tolerance_w: float = 1.0

@@ -20,6 +20,7 @@ from gpudiag.collect.parse import ProbeFormatError, parse_probe_output
 from gpudiag.collect.remote import TIMEOUT_EXIT_STATUSES, collector_call
 from gpudiag.logs.plan import NO_LOGS, LogOptions, LogPlan, build_plans
 from gpudiag.model import (
+    Action,
     Host,
     HostReport,
     HostStatus,
@@ -62,6 +63,7 @@ class SweepOptions:
     # The fleet step's inputs: the versions the operator expects per GPU model (--expect, [fleet]), and the GPUs
     # the scheduler gave each running job on the swept nodes (read once, before the sweep, where Slurm gave them)
     expectations: tuple[VersionExpectation, ...] = ()
+    expect_action: Action = Action.WATCH  # --expect-action: the rung of a host off the operator's expectation
     allocations: tuple[JobAllocation, ...] = ()
 
 
@@ -225,7 +227,9 @@ async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptio
                     for host, task in zip(hosts, tasks, strict=True))
     report = SweepReport(started_at=started_at, duration_s=round(time.monotonic() - started, 3), hosts=reports,
                          settings=options.settings, fleet_judged=fleet)
-    return with_fleet_findings(report, host_groups(hosts)) if fleet else report
+    return with_fleet_findings(report, host_groups(hosts), expectations=options.expectations,
+                               expect_action=options.expect_action, allocations=options.allocations,
+                               settings=options.settings) if fleet else report
 
 
 def host_groups(hosts: Sequence[Host]) -> dict[str, tuple[str, ...]]:

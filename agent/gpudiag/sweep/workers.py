@@ -263,7 +263,9 @@ async def sweep_in_workers(hosts: Sequence[Host], options: SweepOptions, plans: 
                          hosts=in_order(hosts, finished, unfinished), stopped_by=stopped_by, settings=options.settings,
                          fleet_judged=fleet)
     # across every worker's hosts, not each share (``fleet``: as for gpudiag.sweep.runner.sweep)
-    return with_fleet_findings(report, host_groups(hosts)) if fleet else report
+    return with_fleet_findings(report, host_groups(hosts), expectations=options.expectations,
+                               expect_action=options.expect_action, allocations=options.allocations,
+                               settings=options.settings) if fleet else report
 
 
 def _tell_stop(worker: _Running) -> None:
