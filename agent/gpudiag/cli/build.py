@@ -69,6 +69,11 @@ def sweep_options(given: Mapping[str, Any], **fixed: Any) -> SweepOptions:
         values["logs"] = logs(given)
     if "save_raw" in given:
         values["raw_dir"] = given["save_raw"]
+    if "expect" in given:
+        from gpudiag.checks.settings import parse_expect_action, parse_expectations
+
+        values.update(expectations=parse_expectations(given["expect"]),
+                      expect_action=parse_expect_action(given["expect_action"]))
     return SweepOptions(**(values | fixed))
 
 

@@ -122,6 +122,12 @@ CHECKS = _in(CHECKS_PANEL,
           extra={"metavar": "PCT"},
           help="BUSY_LOW_POWER: memory utilization meaning bandwidth-bound",
           late_help=lambda: _check_default("bandwidth_memory_utilization_pct") + "."),
+    Param(name="expect", type=list[str], default=[], decls=("--expect",), extra={"metavar": "MODEL:FACT=V"},
+          help="DRIVER_DRIFT: what a GPU model's hosts must run, e.g. \"NVIDIA H200:driver=580.159.04\" (FACT: "
+               "driver, cuda, vbios; MODEL * for all; repeatable; the config's [fleet.\"MODEL\"])."),
+    Param(name="expect_action", type=str | None, default=None, decls=("--expect-action",),
+          extra={"metavar": "ACTION"},
+          help="The action for a host off --expect (default watch; e.g. drain_and_inspect)."),
 )
 LOGS = _in(LOGS_PANEL,
     Param(name="log", type=list[str], default=[], decls=("--log",), extra={"metavar": "PATH"},
