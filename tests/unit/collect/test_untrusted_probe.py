@@ -158,14 +158,22 @@ def test_a_bad_field_is_a_missing_reading(value: Any) -> None:
             assert gpu.power_w is None or abs(gpu.power_w) < 1e300
 
 
+NO_PAIR = "nvidia-smi topo -m listed no GPU pair"
+
+
 @pytest.mark.scale
-@pytest.mark.parametrize("text", ["GPU" + "9" * 5000 + "\tGPU1\n",
-                                  "\tGPU0\tGPU1\nGPU0\tX\nGPU" + "1" * 5000 + "\tNV\tX\n",
-                                  "\tGPU٣\nGPU٣\tX\n", "\t".join(["GPU0"] * 100_000), "\x00\x1b[" * 1000],
-                         ids=["5000-digit-header", "5000-digit-row", "arabic-digit", "100000-columns", "controls"])
-def test_bad_topology_text_reads_as_no_links(text: str) -> None:
-    parse_topology(text)
-    parse_context({"topology": {"exit": 0, "stdout": text}})
+@pytest.mark.parametrize(("text", "error"), [
+    # One line that reads as one GPU's row (a one-GPU node has no pair to list): no links, and no error.
+    ("GPU" + "9" * 5000 + "\tGPU1\n", None),
+    ("\tGPU0\tGPU1\nGPU0\tX\nGPU" + "1" * 5000 + "\tNV\tX\n", NO_PAIR),
+    ("\tGPU٣\nGPU٣\tX\n", NO_PAIR),
+    ("\t".join(["GPU0"] * 100_000), None),
+    ("\x00\x1b[" * 1000, NO_PAIR),
+], ids=["5000-digit-header", "5000-digit-row", "arabic-digit", "100000-columns", "controls"])
+def test_bad_topology_text_reads_as_no_links(text: str, error: str | None) -> None:
+    assert parse_topology(text) == ()
+    context = parse_context({"topology": {"exit": 0, "stdout": text}})
+    assert context is not None and context.links == () and context.topology_error == error
 
 
 DANGEROUS = st.sampled_from([10**4000, -(10**400), 2**64 + 1, float("inf"), float("nan"), 1e308, -1, "1e999",
