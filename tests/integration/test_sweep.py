@@ -22,7 +22,7 @@ from gpudiag.collect.remote import call_bound_s
 from gpudiag.model import Host, HostReport, HostStatus, Severity, SmiStatus, SweepReport
 from gpudiag.sweep.runner import SweepOptions, sweep
 from gpudiag.transport.ssh import SshOptions, SshTransport
-from gpudiag_node import probe
+from gpudiag_node import smi as probe
 
 pytestmark = pytest.mark.integration
 

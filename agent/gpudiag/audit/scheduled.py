@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from gpudiag.model import SweepReport
 from gpudiag.model.changes import ChangeSet, ChangeState, FindingChange, FlapRule
+from gpudiag.model.report import EXIT_CANNOT_RUN
 from gpudiag.report import OutputFormat
 
 if TYPE_CHECKING:
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from gpudiag.audit.notify import Target
     from gpudiag.report import Trends
 
-EXIT_CANNOT_RUN = 3
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNIT_S = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
