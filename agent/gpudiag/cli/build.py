@@ -145,5 +145,7 @@ def request(given: Mapping[str, Any], *, sweep: SweepOptions | None = None, fmt:
         values.update(drain_on=given["drain_on"], dry_run=given["dry_run"])
     if "demo" in given:
         values["demo"] = given["demo"]
+    if "via" in given:
+        values.update(via=given["via"], clush_topology=given["clush_topology"])
     values["audit"] = audit(given)
     return SweepRequest(**(values | fixed))

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from gpudiag.logs.plan import Planner
     from gpudiag.model import SweepReport
     from gpudiag.sweep.runner import SweepObserver, SweepOptions
+    from gpudiag.transport.base import Transport
 
     DemoPlan = tuple[SweepOptions, Planner, tuple[DemoNode, ...]]  # prepare_demo's: the demo's options, planner, nodes
 
@@ -143,12 +144,25 @@ def sweep_selected(request: SweepRequest, selected: SelectedHosts) -> SweepRepor
             return sweep_in_workers(prepared.hosts, prepared.options, prepared.plans, request.ssh, workers,
                                     stop=stop, observer=observer, on_note=say,
                                     event_loop=_event_loop[0], fleet=fleet)
-        return sweep(prepared.hosts, open_transport(prepared.ssh), prepared.options, plans=prepared.plans, stop=stop,
+        return sweep(prepared.hosts, transport, prepared.options, plans=prepared.plans, stop=stop,
                      on_note=say, observer=observer, fleet=fleet)
+
+    transport = open_transport(prepared.ssh) if workers > 1 else via_transport(request, selected, prepared)
 
     # A lowered window (the open-file limit cannot hold the fan-out) is said once, before any connection.
     # SIGINT/SIGTERM stop it: the report then holds what finished, the rest cancelled, and says which signal.
     return _until_stopped(request.output, len(prepared.hosts), start)
+
+
+def via_transport(request: SweepRequest, selected: SelectedHosts, prepared: PreparedSweep) -> Transport:
+    """The transport ``--via`` asks for (gpudiag's SSH by default); a setting that cannot work raises (one line)."""
+    from gpudiag.transport.build import open_via
+
+    nodes = selected.slurm_nodes or {}
+    return open_via(request.via, request.ssh, prepared.hosts, prepared.ssh, clush_topology=request.clush_topology,
+                    slurm_job=request.hosts.slurm.job if request.hosts.slurm is not None else None,
+                    slurm_states={name: node.state for name, node in nodes.items()},
+                    slurm_partitions={name: node.partitions[0] for name, node in nodes.items() if node.partitions})
 
 
 def _until_stopped(output: OutputRequest, total: int | None, start: Callable[

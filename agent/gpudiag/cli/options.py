@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gpudiag.cli import config
 from gpudiag.cli.params import Group, Param, Takes, takes
-from gpudiag.model.choices import DrainLevel, Source, TextFormat
+from gpudiag.model.choices import DrainLevel, Source, TextFormat, Via
 from gpudiag.report import OutputFormat
 
 HOSTS_PANEL, SSH_PANEL, SAMPLING_PANEL, CHECKS_PANEL = "Hosts", "SSH", "Sampling", "Checks"
@@ -107,6 +107,13 @@ WORKERS = Param(name="workers", type=str, default="1", decls=("--workers",), pan
                 extra={"metavar": "N|auto"},
                 help="Processes that share the sweep, each a shard of the hosts with its own event loop, merged "
                      "into one report (auto: one per usable core, at most 8, and at least 50 hosts each).")
+VIA = _in(FLEET_PANEL,
+    Param(name="via", type=Via, default=Via.SSH, decls=("--via",), extra={"metavar": "ENGINE"},
+          help="ssh (gpudiag's own), clush (ClusterShell: its gateway tree where topology.conf sets one) or "
+               "slurm (one srun step; the nodes it cannot reach over SSH)."),
+    Param(name="clush_topology", type=Path | None, default=None, decls=("--clush-topology",),
+          extra={"metavar": "FILE"}, help="--via clush: this topology.conf (default: ClusterShell's own)."),
+)
 SHARD = Param(name="shard", type=str | None, default=None, decls=("--shard",), panel=FLEET_PANEL,
               extra={"metavar": "I/N"},
               help="Sweep only shard I of N (e.g. 1/4, or auto in a Slurm job array): a stable split by host "
@@ -234,7 +241,7 @@ REACHING_HOSTS: tuple[Group, ...] = (HOSTS, SSH, FLEET)
 # tests/unit/cli/test_options.py reads it and checks every command's click options against it.
 TAKES: dict[str, tuple[Takes, ...]] = {
     "sweep": (TARGETS, *REACHING_HOSTS, DEMO, LOCAL, SAMPLING, CHECKS, LOGS, FORMAT, QUIET, FOLD, PROGRESS,
-              SAMPLES_DETAIL, OUTPUT, SAVE_RAW, AUDIT, SLURM, DRAIN, WORKERS, SHARD),
+              SAMPLES_DETAIL, OUTPUT, SAVE_RAW, AUDIT, SLURM, DRAIN, WORKERS, SHARD, VIA),
     "local": (SAMPLING, TIMEOUT, CHECKS, LOGS, FORMAT, QUIET, FOLD, SAMPLES_DETAIL),
     "inventory": (INVENTORY.but(type=Path, default=...), LIMIT, EXCLUDE, TEXT_FORMAT, JSON_ALIAS, FOLD),
     "watch": (TARGETS, *REACHING_HOSTS, DEMO, SAMPLING.but(samples=2), CHECKS,

@@ -18,8 +18,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpudiag.model.choices import Via
 from gpudiag.report import OutputFormat
 from gpudiag.sources.selection import HostSelection, SelectedHosts
 from gpudiag.transport.build import SshRequest, raise_open_file_limit
@@ -84,6 +86,8 @@ class SweepRequest:
     drain_on: DrainLevel | None = None  # --drain-on: a finding at this level or worse, or an action at least it
     dry_run: bool = True  # --dry-run/--yes: print the drain actions, or run them
     workers: int | None = 1  # --workers: processes that share the sweep (None: auto, from the cores and hosts)
+    via: Via = Via.SSH  # --via: gpudiag's SSH fan-out, ClusterShell's, or one srun step
+    clush_topology: Path | None = None  # --via clush: ClusterShell's topology.conf (None: its own default)
     audit: AuditOptions | None = None
     """``sweep``'s scheduled-audit flags (``--history``, ``--notify``, ``--prom-file``, ``--output``, ...), checked
     here with the output format (:func:`gpudiag.audit.scheduled.check`); None for the commands that have none."""
@@ -92,6 +96,8 @@ class SweepRequest:
         if self.drain_on is not None and self.hosts.slurm is None:
             raise RequestError("--drain-on needs the nodes from Slurm: add --slurm-partition, --slurm-job, "
                                "--slurm-nodelist or --slurm-state")
+        if self.via is not Via.SSH and (self.workers != 1 or self.demo):
+            raise RequestError(f"--via {self.via.value}: the engine does the fan-out; drop --workers and --demo")
         if self.workers != 1 and self.demo:
             raise RequestError("--workers: the demo cluster runs inside this one process; drop --workers or --demo")
         if self.audit is not None:
@@ -160,6 +166,8 @@ def prepare(request: SweepRequest, selected: SelectedHosts) -> PreparedSweep:
         options = dataclasses.replace(options, concurrency=fit.window)
         notes = (fit.note,) if fit.note is not None else ()
     else:
+        if request.via is not Via.SSH:  # the engine bounds its own fan-out: one window over every host
+            options = dataclasses.replace(options, concurrency=max(1, len(selected.hosts)))
         raise_open_file_limit(options.concurrency)
     plans = build_plans(selected.hosts, options.logs)  # a broken log entry or pack fails here
     return PreparedSweep(hosts=selected.hosts, options=options, plans=plans, ssh=ssh, notes=notes)

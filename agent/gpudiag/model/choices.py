@@ -50,6 +50,14 @@ class DrainLevel(str, enum.Enum):
         return None if self in (DrainLevel.CRITICAL, DrainLevel.WARNING) else Action.from_label(self.value)
 
 
+class Via(str, enum.Enum):
+    """``--via``: which engine carries the collector to the hosts (the report says which path read each host)."""
+
+    SSH = "ssh"  # gpudiag's own asyncssh fan-out (the default)
+    CLUSH = "clush"  # ClusterShell's Task: its ssh fan-out, or its gateway tree where a topology is set
+    SLURM = "slurm"  # one srun step over the nodes, through slurmd's tree; the nodes srun cannot reach over SSH
+
+
 class TextFormat(str, enum.Enum):
     """``--format`` of the commands that print a table or JSON only (``history``, ``inventory``, ``grep``)."""
 

@@ -55,6 +55,7 @@ class RemoteResult:
     stdout: bytes
     stderr: bytes
     stdout_truncated: bool = False
+    via: str | None = None  # the path that read it, where not a direct SSH sweep: "clush via gw1", "slurm"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +72,7 @@ class HostReport:
     scheduler_state: str | None = None  # the node's state in the scheduler (Slurm's sinfo: idle, drained, ...)
     scheduler_reason: str | None = None  # the reason the scheduler holds for that state (a drain's reason)
     unreachable_reason: UnreachableReason | None = None  # status unreachable only: refused, timeout, dns...
+    read_via: str | None = None  # --via: the path that read it ("clush via gw1", "slurm", "ssh"); None: direct
 
     @property
     def gpus(self) -> tuple[GpuReading, ...]:

@@ -136,11 +136,13 @@ async def sweep_host(transport: Transport, host: Host, options: SweepOptions, *,
     command = command or collector_command(options, plan)
     readings: NodeReadings | None = None
     reason: UnreachableReason | None = None
+    via: str | None = None
     try:
         result = await _run(transport, host, command, started + command.deadline_s)
         if options.raw_dir is not None:
             _save_raw(options.raw_dir, host.name, result.stdout)
         status, error, readings = interpret(host, result, options, plan)
+        via = result.via
     except TransportError as exc:
         status, error = exc.status, str(exc)
         reason = exc.reason if status is HostStatus.UNREACHABLE else None
@@ -150,7 +152,8 @@ async def sweep_host(transport: Transport, host: Host, options: SweepOptions, *,
         status, error = HostStatus.ERROR, f"unexpected {type(exc).__name__}: {exc}"
     findings = evaluate(host.name, status, error, readings, options.settings, plan, unreachable_reason=reason)
     return HostReport(host=host.name, address=host.address, status=status, error=error, readings=readings,
-                      findings=findings, duration_s=round(time.monotonic() - started, 3), unreachable_reason=reason)
+                      findings=findings, duration_s=round(time.monotonic() - started, 3), unreachable_reason=reason,
+                      read_via=via)
 
 
 async def _run(transport: Transport, host: Host, command: RemoteCommand, give_up_at: float) -> RemoteResult:

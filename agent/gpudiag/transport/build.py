@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,6 +16,7 @@ from gpudiag.transport.base import RemoteCommand, Transport
 
 if TYPE_CHECKING:
     from gpudiag.model import Host, RemoteResult
+    from gpudiag.model.choices import Via
     from gpudiag.transport.pacing import Pacing
     from gpudiag.transport.ssh import SshOptions
 
@@ -163,3 +164,30 @@ def raise_open_file_limit(concurrency: int) -> None:
     if soft != resource.RLIM_INFINITY and soft < wanted:
         new = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
         resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+
+
+def open_via(via: Via, request: SshRequest, hosts: Sequence[Host], ssh: SshOptions, *,
+             clush_topology: Path | None = None, slurm_job: str | None = None,
+             slurm_states: Mapping[str, str] | None = None,
+             slurm_partitions: Mapping[str, str] | None = None) -> Transport:
+    """The transport of ``--via``: ClusterShell's (flat, or its tree with ``clush_topology`` or its own
+    topology.conf), or one srun step (``slurm_job``: overlap that job's step; ``slurm_states``: the nodes'
+    Slurm states, whose unusable ones go over SSH with ``ssh``), or this module's usual one. A setting that
+    cannot work raises ``ValueError`` (one line) before any connection."""
+    from gpudiag.model.choices import Via
+
+    if via is Via.CLUSH:
+        from gpudiag.transport.clush import ClushOptions, ClushTransport, check_topology, ssh_options_for
+
+        if clush_topology is not None:
+            check_topology(clush_topology)
+        args, user = ssh_options_for(hosts, known_hosts=request.known_hosts, ssh_config=request.ssh_config,
+                                     accept_new=request.accept_new_host_keys)
+        return ClushTransport(ClushOptions(ssh_options=args, user=user, topology=clush_topology,
+                                           connect_timeout_s=request.connect_timeout_s))
+    if via is Via.SLURM:
+        from gpudiag.transport.srun import SrunOptions, SrunTransport
+
+        return SrunTransport(SrunOptions(job=slurm_job, states=dict(slurm_states or {}),
+                                         partitions=dict(slurm_partitions or {})), fallback=open_transport(ssh))
+    return open_transport(ssh)
