@@ -431,3 +431,60 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def _fleet_env(bin_dir: Path, home: Path, call_ms: float) -> str:
+    """The nodes' environment; the gateways of a ClusterShell tree run on the same nodes and need this machine's
+    ssh (found on PATH here: the device machine's OpenSSH is unpacked in a private folder, with its libraries)."""
+    ssh_dir = Path(shutil.which("ssh") or "/usr/bin/ssh").parent
+    line = _node_env(f"{bin_dir}:{ssh_dir}:/usr/bin:/bin", home, call_ms)
+    libraries = os.environ.get("LD_LIBRARY_PATH")
+    return f"{line} LD_LIBRARY_PATH={libraries}" if libraries else line
+
+
+@contextlib.contextmanager
+def running_fleet(work: Path, addresses: list[str], *, call_ms: float = 0.0) -> Iterator[SshdCluster]:
+    """A fleet of healthy simulated nodes that starts in seconds at any size: ONE ``sshd`` listening on the
+    wildcard address serves every loopback address of ``addresses`` (127.0.0.0/8 all reaches ``lo``), where
+    :func:`running_cluster` starts one per 16 addresses with a ``Match`` block each (minutes at 10,000). The
+    stub answers as ``healthy`` everywhere (it still tells the nodes apart by the address in
+    ``SSH_CONNECTION``). For benchmarks (``bench/fleet_tree.py``); the port is a free one, the sshd listens on
+    it on every interface of this machine while it runs."""
+    sshd = shutil.which("sshd") or next((p for p in ("/usr/sbin/sshd", "/usr/local/sbin/sshd")
+                                         if os.access(p, os.X_OK)), None)
+    if sshd is None or shutil.which("ssh-keygen") is None:
+        raise SshdUnavailable("OpenSSH not installed: apt-get install openssh-server openssh-client")
+    if os.geteuid() == 0:
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+    state_dir, home, node = work / "state", work / "home", work / "node"
+    for folder in (state_dir, home, node):
+        folder.mkdir()
+    keys = {"host": work / "host_key", "client": work / "client_key", "authorized": work / "authorized_keys"}
+    host_key, client_pub = _keygen(keys["host"]), _keygen(keys["client"])
+    keys["authorized"].write_text(client_pub + "\n")
+    keys["authorized"].chmod(0o600)
+    bin_dir = node / "bin"
+    install_fake_bin(bin_dir, {"*": "healthy"}, state_dir)
+    with socket.socket() as probe:
+        probe.bind(("0.0.0.0", 0))
+        port = int(probe.getsockname()[1])
+    config = work / "sshd-fleet.conf"
+    config.write_text("\n".join([
+        f"Port {port}", "ListenAddress 0.0.0.0", f"HostKey {keys['host']}", f"PidFile {work / 'sshd-fleet.pid'}",
+        f"AuthorizedKeysFile {keys['authorized']}", "UsePAM no", "StrictModes no", "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no", "PermitRootLogin prohibit-password", "MaxStartups 4000",
+        "MaxSessions 100", "UseDNS no", "PrintMotd no", "PrintLastLog no", "LogLevel ERROR",
+        _fleet_env(bin_dir, home, call_ms)]) + "\n")
+    log = work / "sshd-fleet.log"
+    with log.open("ab") as out:
+        proc = subprocess.Popen([sshd, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=out)
+    try:
+        _wait_listening(proc, addresses[:1], port, log)
+        (work / "known_hosts").write_text(f"[127.*]:{port} {host_key}\n")  # a pattern: one line for them all
+        yield SshdCluster(port=port, scenarios=dict.fromkeys(addresses, "healthy"), extra_addresses=tuple(addresses),
+                          known_hosts=work / "known_hosts", wrong_key_known_hosts=work / "known_hosts",
+                          client_key=keys["client"], user=getpass.getuser(), state_dir=state_dir, logs=(log,),
+                          sshd_pids=(proc.pid,))
+    finally:
+        _stop([proc])

@@ -1,0 +1,182 @@
+"""10,000 simulated hosts, swept directly and through a two-level ClusterShell tree of simulated gateways
+(issue 32): wall time, client CPU per host and peak RSS at each size, and the peers' ``clush -w ...
+nvidia-smi --query-gpu=...`` flat and in tree mode over the same fleet, as ratios.
+
+Run from the repository root (the device machine: ``bench/device_fleet.sh``)::
+
+    python3 bench/fleet_tree.py --sizes 1000,3000,10000 --peers-at 10000
+    python3 bench/fleet_tree.py --sizes 200 --peers-at 200 --gateways 2x2    # a small check anywhere
+
+The fleet starts in seconds at any size: one ``sshd`` on the wildcard address serves every loopback address
+(``tests/loopback.py``'s :func:`running_fleet`), each node a healthy 8-GPU H200 stub. The gateways are loopback
+hosts of the same sshd: ClusterShell starts ``python -m ClusterShell.Gateway`` on each over ssh, the root reaching
+``--gateways A`` first-level ones, each of those B second-level ones, which reach the nodes (topology.conf written
+here, its root this machine's short name). Per size, each a child process measured with its whole tree:
+
+- ``gpudiag direct``: ``gpudiag sweep -i INVENTORY --samples 1 --interval 0 --workers auto --format json``;
+- ``gpudiag tree``: the same with ``--via clush --clush-topology FILE`` (one process: the tree fans out);
+
+and at ``--peers-at`` hosts also ``clush -w HOSTS -f 64 nvidia-smi --query-gpu=...`` flat and with
+``--topology FILE``. "client CPU" is the root's: the measured process and everything it started (its ssh to
+the first-level gateways, or to every node); the gateways and the nodes run under the sshd, their CPU is the
+"sshd side" column. The root's targets (issue 32): CPU per host flat from 1,000 to 10,000, peak RSS at most
+2 GiB at 10,000, and the tree's root CPU at most a tenth of the direct sweep's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "bench"))
+
+from node_cost import QUERY  # noqa: E402
+from sweep_loopback import CLI, ENV, Row, hostlist, not_ok, raise_open_files, run_measured  # noqa: E402
+
+from loopback import SshdCluster, extra_address, running_fleet  # noqa: E402
+
+ONE = ("--samples", "1", "--interval", "0", "--timeout", "60")
+FAN_OUT = 64  # ClusterShell's default, at the root and at each gateway
+
+
+def gateway_addresses(first: int, second: int) -> tuple[list[str], list[str]]:
+    """The gateways' loopback addresses: 127.2.0.x (first level), 127.2.1.x (second), apart from the nodes'."""
+    return [f"127.2.0.{i + 1}" for i in range(first)], [f"127.2.1.{i + 1}" for i in range(first * second)]
+
+
+def write_topology(path: Path, nodes: Sequence[str], first: list[str], second: list[str]) -> Path:
+    """root -> first-level gateways -> second-level ones (each first-level its share) -> nodes (each its share)."""
+    per = -(-len(second) // len(first))
+    lines = ["[routes]", f"{socket.gethostname().split('.')[0]}: {','.join(first)}"]
+    lines += [f"{gw}: {','.join(second[i * per:(i + 1) * per])}" for i, gw in enumerate(first)]
+    share = -(-len(nodes) // len(second))
+    lines += [f"{gw}: {hostlist(nodes[i * share:(i + 1) * share])}" for i, gw in enumerate(second)
+              if nodes[i * share:(i + 1) * share]]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def write_inventory(path: Path, cluster: SshdCluster, nodes: Sequence[str]) -> Path:
+    """The nodes by address (a name ClusterShell routes as it is), the fleet's user, port, key and known_hosts."""
+    path.write_text(cluster.inventory_defaults() + "hosts:\n" + "".join(f"  '{a}': {{}}\n" for a in nodes))
+    return path
+
+
+def ssh_options(cluster: SshdCluster) -> str:
+    return (f"-i {cluster.client_key} -p {cluster.port} -oIdentitiesOnly=yes -oStrictHostKeyChecking=yes "
+            f"-oUserKnownHostsFile={cluster.known_hosts} -oGlobalKnownHostsFile=/dev/null -F /dev/null")
+
+
+def measured(label: str, argv: Sequence[str], cluster: SshdCluster, env: dict[str, str], fan: str,
+             json_out: bool) -> Row:
+    code, out, err, wall, cpu, rss_one, rss_sum, sshd, other = run_measured(argv, env=env,
+                                                                            sshd_pids=cluster.sshd_pids)
+    note = ""
+    if json_out:
+        try:
+            doc = json.loads(out)
+            answered = sum(1 for h in doc["hosts"] if h["status"] == "ok")
+            note = not_ok(doc)
+        except (json.JSONDecodeError, KeyError):
+            answered, note = 0, f"exit {code}: {(err.strip().splitlines() or ['no output'])[-1][:100]}"
+    else:  # clush: "127.0.1.5: 0, NVIDIA H200, ..." one line per GPU
+        answered = len({line.split(":", 1)[0] for line in out.splitlines() if "," in line})
+        if code and err.strip():
+            note = f"exit {code}: {err.strip().splitlines()[-1][:100]}"
+    return Row(tool=label, fan_out=fan, wall_s=wall, cpu_s=cpu, rss_one_mib=rss_one, rss_sum_mib=rss_sum,
+               answered=answered, sshd_cpu_s=sshd, other_cpu_s=other, note=note)
+
+
+def one_size(size: int, first: int, second: int, peers: bool, work: Path) -> list[Row]:
+    nodes = [extra_address(i) for i in range(size)]
+    gw1, gw2 = gateway_addresses(first, second)
+    (work / "fleet").mkdir()
+    started = time.monotonic()
+    with running_fleet(work / "fleet", nodes + gw1 + gw2) as cluster:
+        print(f"\n== {size} hosts: fleet up in {time.monotonic() - started:.1f} s (one sshd, port {cluster.port}); "
+              f"tree: {first} gateways over {first * second}", flush=True)
+        inventory = write_inventory(work / "inventory.yaml", cluster, nodes)
+        topology = write_topology(work / "topology.conf", nodes, gw1, gw2)
+        env = {**ENV, "CLUSTERSHELL_GW_PYTHON_EXECUTABLE": sys.executable}  # the gateways' Python: this one
+        warm = write_inventory(work / "warm.yaml", cluster, nodes[:4])
+        run_measured([*CLI, "sweep", "-i", str(warm), *ONE, "--format", "json"], env=env, sshd_pids=())
+        rows = [measured("gpudiag direct, --workers auto", [*CLI, "sweep", "-i", str(inventory), *ONE,
+                                                              "--workers", "auto", "--format", "json"],
+                         cluster, env, "256/worker", True),
+                measured("gpudiag tree, --via clush", [*CLI, "sweep", "-i", str(inventory), *ONE, "--via", "clush",
+                                                       "--clush-topology", str(topology), "--format", "json"],
+                         cluster, env, f"{FAN_OUT}/hop", True)]
+        if peers:
+            clush = [sys.executable, "-m", "ClusterShell.CLI.Clush", "-w", hostlist(nodes), "-f", str(FAN_OUT),
+                     "-o", ssh_options(cluster), "-u", "60", QUERY]
+            rows.append(measured("clush flat, --query-gpu", clush, cluster, env, str(FAN_OUT), False))
+            rows.append(measured("clush tree, --query-gpu", [*clush[:3], "--topology", str(topology), *clush[3:]],
+                                 cluster, env, f"{FAN_OUT}/hop", False))
+        for row in rows:
+            print(f"  {row.tool:<32} wall {row.wall_s:7.1f} s  root CPU {row.cpu_s:7.2f} s "
+                  f"({1000 * row.cpu_s / size:6.2f} ms/host)  RSS {row.rss_one_mib:6.0f} MiB 1p, "
+                  f"{row.rss_sum_mib or 0:6.0f} tree  ok {row.answered}/{size}  sshd side {row.sshd_cpu_s:7.1f} s"
+                  + (f"  [{row.note}]" if row.note else ""), flush=True)
+        return rows
+
+
+def report(results: dict[int, list[Row]]) -> None:
+    sizes = sorted(results)
+    print("\nsummary (root = the process measured and what it started; sshd side = gateways + nodes)")
+    head = ("hosts", "run", "wall s", "root CPU s", "ms/host", "x smallest", "RSS 1p MiB", "RSS tree MiB", "ok")
+    print("  ".join(f"{h:>10}" for h in head))
+    base: dict[str, float] = {}
+    for size in sizes:
+        for row in results[size]:
+            ms = 1000 * row.cpu_s / size
+            base.setdefault(row.tool, ms)
+            cells = (size, row.tool.split(",")[0], f"{row.wall_s:.1f}", f"{row.cpu_s:.2f}", f"{ms:.2f}",
+                     f"{ms / base[row.tool]:.2f}", f"{row.rss_one_mib:.0f}", f"{row.rss_sum_mib or 0:.0f}",
+                     f"{row.answered}/{size}")
+            print("  ".join(f"{c:>10}" for c in cells))
+    for size in sizes:
+        rows = {row.tool.split(",")[0]: row for row in results[size]}
+        direct, tree = rows.get("gpudiag direct"), rows.get("gpudiag tree")
+        if direct and tree:
+            print(f"{size}: tree root CPU / direct: {tree.cpu_s / direct.cpu_s:.2f} (target <= 0.1); "
+                  f"wall tree / direct: {tree.wall_s / direct.wall_s:.2f}; peak RSS tree "
+                  f"{(tree.rss_sum_mib or tree.rss_one_mib) / 1024:.2f} GiB, direct "
+                  f"{(direct.rss_sum_mib or direct.rss_one_mib) / 1024:.2f} GiB (target <= 2 at 10,000)")
+        for name, own in (("clush flat", direct), ("clush tree", tree)):
+            peer = rows.get(name)
+            if peer and own:
+                print(f"{size}: gpudiag {'direct' if own is direct else 'tree'} / {name}: wall "
+                      f"{own.wall_s / peer.wall_s:.2f}, root CPU {own.cpu_s / peer.cpu_s:.2f}, "
+                      f"sshd side {own.sshd_cpu_s / max(peer.sshd_cpu_s, 1e-9):.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--sizes", default="1000,3000,10000", help="comma-separated host counts")
+    parser.add_argument("--peers-at", default="10000", help="sizes at which clush runs too (comma-separated)")
+    parser.add_argument("--gateways", default="4x8", help="A x B: A first-level gateways, B second-level each")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    peers_at = {int(s) for s in args.peers_at.split(",") if s.strip()}
+    first, second = (int(n) for n in args.gateways.lower().split("x"))
+    raise_open_files(max(sizes) + first * (second + 1))
+    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; fan-out {FAN_OUT} per hop")
+    results: dict[int, list[Row]] = {}
+    for size in sizes:
+        with tempfile.TemporaryDirectory(prefix="gpudiag-fleet-") as tmp, contextlib.suppress(KeyboardInterrupt):
+            results[size] = one_size(size, first, second, size in peers_at, Path(tmp))
+    report(results)
+
+
+if __name__ == "__main__":
+    main()
