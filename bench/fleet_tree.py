@@ -29,6 +29,7 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import socket
 import sys
 import tempfile
@@ -172,9 +173,15 @@ def main() -> None:
     raise_open_files(max(sizes) + first * (second + 1))
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; fan-out {FAN_OUT} per hop")
     results: dict[int, list[Row]] = {}
-    for size in sizes:
-        with tempfile.TemporaryDirectory(prefix="gpudiag-fleet-") as tmp, contextlib.suppress(KeyboardInterrupt):
-            results[size] = one_size(size, first, second, size in peers_at, Path(tmp))
+    try:
+        for size in sizes:
+            with tempfile.TemporaryDirectory(prefix="gpudiag-fleet-") as tmp:
+                results[size] = one_size(size, first, second, size in peers_at, Path(tmp))
+    except KeyboardInterrupt:  # `timeout -s INT`: what finished, and nothing of this run left behind
+        print("\ninterrupted: the sizes that finished", flush=True)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        with contextlib.suppress(OSError):
+            os.killpg(os.getpgrp(), signal.SIGTERM)  # the sweep in flight, its ssh, the fleet's sessions
     report(results)
 
 
