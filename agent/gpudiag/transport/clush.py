@@ -62,6 +62,7 @@ from gpudiag.transport.ssh_client_errors import SSH_FAILED_EXIT, ssh_failure
 
 # A name ClusterShell can route and ssh takes as a host: a NodeSet would split "a,b" or expand "n[1-2]", and
 # ssh would read "-oProxyCommand=..." as an option. Anything else is that host's error, never a command.
+GATEWAY_LINES = 20  # what is kept of a gateway's own stderr (its ssh's, ClusterShell's): the first say why
 _ROUTABLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 
 
@@ -94,7 +95,10 @@ def ssh_options_for(hosts: Sequence[Host], *, known_hosts: str | None, ssh_confi
 
     if any(h.jump for h in hosts):
         raise ClushConfigError("--via clush: a jump host is ClusterShell's gateway; name it in topology.conf")
-    args = ["-oStrictHostKeyChecking=" + ("accept-new" if accept_new else "yes")]
+    # Keepalives bound a hop that stops answering (a gateway cut off mid-run): its ssh ends after 45 s of
+    # silence, and ClusterShell then settles the nodes behind it, instead of the run waiting on a dead channel.
+    args = ["-oStrictHostKeyChecking=" + ("accept-new" if accept_new else "yes"), "-oServerAliveInterval=15",
+            "-oServerAliveCountMax=3"]
     if ssh_config is not None:
         args[:0] = ["-F", str(ssh_config)]
     if (port := shared("port")) is not None:
@@ -134,7 +138,9 @@ class _Run(EventHandler):  # type: ignore[misc]  # ClusterShell has no type hint
         """One line from a node (or a gateway's own stderr, under the gateway's name)."""
         entry = self.nodes.get(node)
         if entry is None:
-            self.gateway_said.setdefault(node, []).append(msg.decode("utf-8", "replace")[:300])
+            said = self.gateway_said.setdefault(node, [])
+            if len(said) < GATEWAY_LINES:
+                said.append(msg.decode("utf-8", "replace")[:300])
             return
         if sname == "stdout":
             if entry.stdout_bytes + len(msg) + 1 > self.command.stdout_limit_bytes:

@@ -93,8 +93,8 @@ def test_a_name_clustershell_would_read_as_more_is_that_host_s_error(name: str) 
 def test_clush_ssh_options_check_keys_strictly_and_refuse_what_differs_per_host() -> None:
     hosts = [Host(name="a", port=2222, user="ops"), Host(name="b", port=2222, user="ops")]
     args, user = ssh_options_for(hosts, known_hosts="kh", ssh_config=None, accept_new=False)
-    assert args == ("-oStrictHostKeyChecking=yes", "-p", "2222", "-oUserKnownHostsFile=kh",
-                    "-oGlobalKnownHostsFile=/dev/null") and user == "ops"
+    assert args == ("-oStrictHostKeyChecking=yes", "-oServerAliveInterval=15", "-oServerAliveCountMax=3",
+                    "-p", "2222", "-oUserKnownHostsFile=kh", "-oGlobalKnownHostsFile=/dev/null") and user == "ops"
     with pytest.raises(ClushConfigError, match="port differ"):
         ssh_options_for([*hosts, Host(name="c", port=22)], known_hosts=None, ssh_config=None, accept_new=False)
     with pytest.raises(ClushConfigError, match="jump host"):
