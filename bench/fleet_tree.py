@@ -13,7 +13,8 @@ hosts of the same sshd: ClusterShell starts ``python -m ClusterShell.Gateway`` o
 ``--gateways A`` first-level ones, each of those B second-level ones, which reach the nodes (topology.conf written
 here, its root this machine's short name). Per size, each a child process measured with its whole tree:
 
-- ``gpudiag direct``: ``gpudiag sweep -i INVENTORY --samples 1 --interval 0 --workers auto --format json``;
+- ``gpudiag direct``: ``gpudiag sweep -i INVENTORY --samples 1 --interval 0 --workers auto --concurrency 1024
+  --format json`` (``--direct-flags``: 1024 in flight, so that the cores, not the window, bound it);
 - ``gpudiag tree``: the same with ``--via clush --clush-topology FILE`` (one process: the tree fans out);
 
 and at ``--peers-at`` hosts also ``clush -w HOSTS -f 64 nvidia-smi --query-gpu=...`` flat and with
@@ -29,6 +30,7 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import signal
 import socket
 import sys
@@ -98,7 +100,7 @@ def measured(label: str, argv: Sequence[str], cluster: SshdCluster, env: dict[st
                answered=answered, sshd_cpu_s=sshd, other_cpu_s=other, note=note)
 
 
-def one_size(size: int, first: int, second: int, peers: bool, work: Path) -> list[Row]:
+def one_size(size: int, first: int, second: int, peers: bool, work: Path, direct_flags: Sequence[str]) -> list[Row]:
     nodes = [extra_address(i) for i in range(size)]
     gw1, gw2 = gateway_addresses(first, second)
     (work / "fleet").mkdir()
@@ -111,9 +113,9 @@ def one_size(size: int, first: int, second: int, peers: bool, work: Path) -> lis
         env = {**ENV, "CLUSTERSHELL_GW_PYTHON_EXECUTABLE": sys.executable}  # the gateways' Python: this one
         warm = write_inventory(work / "warm.yaml", cluster, nodes[:4])
         run_measured([*CLI, "sweep", "-i", str(warm), *ONE, "--format", "json"], env=env, sshd_pids=())
-        rows = [measured("gpudiag direct, --workers auto", [*CLI, "sweep", "-i", str(inventory), *ONE,
-                                                              "--workers", "auto", "--format", "json"],
-                         cluster, env, "256/worker", True),
+        rows = [measured(f"gpudiag direct, {' '.join(direct_flags)}", [*CLI, "sweep", "-i", str(inventory), *ONE,
+                                                                        *direct_flags, "--format", "json"],
+                         cluster, env, "see flags", True),
                 measured("gpudiag tree, --via clush", [*CLI, "sweep", "-i", str(inventory), *ONE, "--via", "clush",
                                                        "--clush-topology", str(topology), "--format", "json"],
                          cluster, env, f"{FAN_OUT}/hop", True)]
@@ -165,6 +167,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--sizes", default="1000,3000,10000", help="comma-separated host counts")
     parser.add_argument("--peers-at", default="10000", help="sizes at which clush runs too (comma-separated)")
+    parser.add_argument("--direct-flags", default="--workers auto --concurrency 1024",
+                        help="the direct sweep's fan-out flags (default: all cores, 1024 hosts in flight)")
     parser.add_argument("--gateways", default="4x8", help="A x B: A first-level gateways, B second-level each")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
@@ -176,7 +180,8 @@ def main() -> None:
     try:
         for size in sizes:
             with tempfile.TemporaryDirectory(prefix="gpudiag-fleet-") as tmp:
-                results[size] = one_size(size, first, second, size in peers_at, Path(tmp))
+                results[size] = one_size(size, first, second, size in peers_at, Path(tmp),
+                                         shlex.split(args.direct_flags))
     except KeyboardInterrupt:  # `timeout -s INT`: what finished, and nothing of this run left behind
         print("\ninterrupted: the sizes that finished", flush=True)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
