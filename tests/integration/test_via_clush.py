@@ -33,7 +33,7 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 
 
 @pytest.fixture()
-def tree(sshd_cluster, tmp_path: Path) -> tuple[Path, Path, Path]:  # type: ignore[no-untyped-def]
+def tree(sshd_cluster, silent_listener: int, tmp_path: Path) -> tuple[Path, Path, Path]:  # type: ignore[no-untyped-def]
     """An ssh config naming every host, and a topology: this machine -> gw1 (a loopback host) and gw-down
     (nothing listens) -> their nodes."""
     c = sshd_cluster
@@ -42,6 +42,7 @@ def tree(sshd_cluster, tmp_path: Path) -> tuple[Path, Path, Path]:  # type: igno
     blocks = [f"Host {name}\n  HostName {address}\n  Port {c.port}\n" for name, address in names.items()]
     blocks.append(f"Host n-down\n  HostName 127.0.0.1\n  Port {_closed_port()}\n")
     blocks.append("Host gw-down\n  HostName 127.0.0.1\n  Port 1\n")
+    blocks.append(f"Host n-silent\n  HostName 127.0.0.1\n  Port {silent_listener}\n")  # accepts, never speaks
     blocks.insert(0, f"Host n-badkey\n  UserKnownHostsFile {c.wrong_key_known_hosts}\n")  # first value wins
     blocks.append(f"Host *\n  User {c.user}\n  IdentityFile {c.client_key}\n  IdentitiesOnly yes\n"
                   f"  UserKnownHostsFile {c.known_hosts}\n  GlobalKnownHostsFile /dev/null\n  LogLevel ERROR\n")
@@ -50,13 +51,14 @@ def tree(sshd_cluster, tmp_path: Path) -> tuple[Path, Path, Path]:  # type: igno
     topology = tmp_path / "topology.conf"
     root = socket.gethostname().split(".")[0]
     topology.write_text(f"[routes]\n{root}: gw1,gw-down\n"
-                        f"gw1: {','.join(BEHIND_GW1)},n-down,n-badkey\ngw-down: n-behind-down\n")
+                        f"gw1: {','.join(BEHIND_GW1)},n-down,n-badkey,n-silent\ngw-down: n-behind-down\n")
     # gpudiag's own client takes its known_hosts from the inventory (asyncssh reads no UserKnownHostsFile from
     # an ssh config): the same files, host by host
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(f"defaults:\n  known_hosts: {c.known_hosts}\nhosts:\n"
                          f"  n-badkey:\n    known_hosts: {c.wrong_key_known_hosts}\n"
-                         + "".join(f"  {name}: {{}}\n" for name in [*BEHIND_GW1, "n-down", "n-behind-down"]))
+                         + "".join(f"  {name}: {{}}\n" for name in [*BEHIND_GW1, "n-down", "n-silent",
+                                                                    "n-behind-down"]))
     return config, topology, inventory
 
 
@@ -80,14 +82,15 @@ def _verdict(host: dict[str, Any]) -> tuple[Any, ...]:
 
 def test_the_tree_reads_what_a_direct_sweep_reads_and_says_why_a_host_was_not(tree) -> None:  # type: ignore[no-untyped-def]
     config, topology, inventory = tree
-    targets = [*BEHIND_GW1, "n-down", "n-badkey", "n-behind-down"]
+    targets = [*BEHIND_GW1, "n-down", "n-badkey", "n-silent", "n-behind-down"]
     env = {**os.environ, "CLUSTERSHELL_GW_PYTHON_EXECUTABLE": sys.executable}  # the gateway's Python: ours
     via = _rows(cli("sweep", "--via", "clush", "--clush-topology", str(topology), "-F", str(config), *targets,
-                    *FAST, env=env))
-    direct = _rows(cli("sweep", "-F", str(config), "-i", str(inventory), "--limit", ",".join(targets), *FAST))
+                    *FAST, "--connect-timeout", "3", env=env))
+    direct = _rows(cli("sweep", "-F", str(config), "-i", str(inventory), "--limit", ",".join(targets), *FAST,
+                       "--connect-timeout", "3"))
 
     assert sorted(via) == sorted(direct) == sorted(targets)
-    for name in [*BEHIND_GW1, "n-down", "n-badkey"]:  # the same row, host for host
+    for name in [*BEHIND_GW1, "n-down", "n-badkey", "n-silent"]:  # the same row, host for host
         assert _verdict(via[name]) == _verdict(direct[name]), name
     assert {name: via[name]["status"] for name in BEHIND_GW1} == dict.fromkeys(BEHIND_GW1, "ok")
     assert {f["code"] for f in via["n-ecc"]["findings"]} >= {"ECC_UNCORRECTED"}
@@ -97,6 +100,8 @@ def test_the_tree_reads_what_a_direct_sweep_reads_and_says_why_a_host_was_not(tr
     # the last hop's failures, said by the gateway's ssh
     assert (via["n-down"]["status"], via["n-down"]["unreachable_reason"]) == ("unreachable", "refused")
     assert via["n-down"]["error"].startswith("through gateway gw1: ")
+    assert (via["n-silent"]["status"], via["n-silent"]["unreachable_reason"]) == ("unreachable", "timeout")
+    assert via["n-silent"]["error"].startswith("through gateway gw1: ")
     assert via["n-badkey"]["status"] == "host_key_rejected"
     assert "through gateway gw1: " in via["n-badkey"]["error"]
     # a gateway down: the node behind it is a row that names it; directly, that node answers
