@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gpudiag.model import Host
+from gpudiag.model.request import SlurmSelection
 from gpudiag.sources.hostlist import fold
 
 GPUDIAG_REASON = "gpudiag:"  # a node drained by gpudiag carries a reason that starts so
@@ -67,19 +68,6 @@ class SubprocessRunner:
             raise SlurmError(f"{' '.join(argv[:3])} did not answer within {self.timeout_s:.0f} s") from exc
         return CommandResult(returncode=done.returncode, stdout=done.stdout, stderr=done.stderr)
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SlurmSelection:
-    """Which nodes to take from Slurm; the filters combine (a node must pass each one given)."""
-
-    partitions: tuple[str, ...] = ()  # --slurm-partition gpu,debug
-    job: str | None = None  # --slurm-job 81723: the job's allocated nodes
-    nodelist: str | None = None  # --slurm-nodelist 'gpu[001-128]'
-    states: tuple[str, ...] = ()  # --slurm-state drain,down,idle (sinfo's state names)
-
-    @property
-    def empty(self) -> bool:
-        return not (self.partitions or self.job or self.nodelist or self.states)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

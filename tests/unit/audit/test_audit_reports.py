@@ -12,9 +12,9 @@ from builders import finding, gpu, host_report, sweep
 from gpudiag.audit.changes import compare
 from gpudiag.audit.history import History
 from gpudiag.audit.scheduled import AuditConfigError, AuditOptions, audit, check, parse_duration, to_send
-from gpudiag.cli.request import OutputRequest
 from gpudiag.model import HostStatus, Severity
 from gpudiag.model.changes import ChangeState, OpenFinding, PastRun
+from gpudiag.model.request import OutputRequest
 from gpudiag.report import OutputFormat, render
 from gpudiag.report.changes_report import annotate
 from gpudiag.report.changes_text import render_changes
