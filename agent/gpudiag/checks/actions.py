@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 
 from gpudiag.logs.xid import describe
 from gpudiag.model import Action, Finding, Severity
+from gpudiag_node.readings import enum_from_words, enum_name
 
 Rule = Action | Callable[[Finding], Action]
 
@@ -49,17 +50,14 @@ RECOVERY_ACTIONS: Mapping[str, Action] = {
 }
 
 
-# NVML's numbering of nvmlDeviceGpuRecoveryAction_t (nvml.h), for a value read as a number
-_NVML_RECOVERY = ("none", "gpu_reset", "node_reboot", "drain_p2p", "drain_and_reset", "recover_imex_domain",
-                  "bus_reset", "system_reboot")
-
-
 def recovery_action(value: object) -> Action:
-    """The ladder's action for the driver's recovery action (``"GPU Reset"``, ``gpu_reset`` or NVML's number);
-    a value it does not know is the most the driver can ask for: drain and inspect."""
+    """The ladder's action for the driver's recovery action (``"GPU Reset"``, ``gpu_reset`` or NVML's number,
+    read as the reading's own table reads them: ``gpudiag_node.readings.ENUMS``); a value it does not know is
+    the most the driver can ask for: drain and inspect."""
     if isinstance(value, int) and not isinstance(value, bool):
-        value = _NVML_RECOVERY[value] if 0 <= value < len(_NVML_RECOVERY) else ""
-    key = "_".join(str(value).strip().lower().replace("-", " ").split())
+        key = enum_name("gpu_recovery_action", value)
+    else:
+        key = enum_from_words(str(value)) or ""
     return RECOVERY_ACTIONS.get(key, Action.DRAIN_AND_INSPECT)
 
 
