@@ -18,7 +18,7 @@ docs/findings.md lists the same actions.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from gpudiag.logs.xid import describe
 from gpudiag.model import Action, Finding, Severity
@@ -129,6 +129,21 @@ ACTIONS: Mapping[str, Rule] = {
     "XID": _xid,
     "XID_STORM": _xid_storm,
 }
+
+
+class UnknownCodeError(ValueError):
+    """A finding code gpudiag does not have; the message is one line."""
+
+
+def finding_codes(words: Sequence[str], *, flag: str) -> tuple[str, ...]:
+    """``["power_limit_reduced,XID"]`` -> ``("POWER_LIMIT_REDUCED", "XID")``: codes named on the command line or
+    in a config file (repeatable, or comma-separated; any case), each one gpudiag has (:data:`ACTIONS` holds
+    every code a check emits); one that it does not have raises :class:`UnknownCodeError`."""
+    codes = tuple(dict.fromkeys(w.strip().upper() for word in words for w in word.split(",") if w.strip()))
+    for code in codes:
+        if code not in ACTIONS:
+            raise UnknownCodeError(f"{flag} {code}: no such finding code (the codes: docs/findings.md)")
+    return codes
 
 
 def action_of(finding: Finding) -> Action:

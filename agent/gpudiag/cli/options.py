@@ -70,6 +70,12 @@ def _split(values: list[str]) -> tuple[str, ...]:
     return split_list(values)
 
 
+def _codes(words: list[str]) -> tuple[str, ...]:
+    from gpudiag.checks.actions import finding_codes
+
+    return finding_codes(words, flag="--skip")
+
+
 def _output_format(fmt: TextFormat) -> OutputFormat:
     return OutputFormat(fmt.value)
 
@@ -191,6 +197,10 @@ CHECKS = _in(CHECKS_PANEL,
           extra={"metavar": "PCT"},
           help="BUSY_LOW_POWER: memory utilization meaning bandwidth-bound",
           late_help=lambda: _check_default("bandwidth_memory_utilization_pct") + "."),
+    Param(name="skip", type=list[str], fills=Setting(SweepOptions, "skip", _codes), decls=("--skip",),
+          extra={"metavar": "CODE"},
+          help="Do not report this finding code (repeatable, or comma-separated): the check is off; e.g. "
+               "POWER_LIMIT_REDUCED on nodes capped on purpose."),
 )
 LOGS = _in(LOGS_PANEL,
     Param(name="log", type=list[str], fills=Setting(LogOptions, "paths"), decls=("--log",), extra={"metavar": "PATH"},

@@ -55,6 +55,7 @@ class SweepOptions:
     stream: bool = False  # watch: one collector process per host answers every refresh (a kept connection)
     idle_s: float | None = None  # watch: a kept collector asked nothing for this long leaves (None: its default)
     settings: CheckSettings = field(default_factory=CheckSettings)
+    skip: tuple[str, ...] = ()  # --skip CODE: these finding codes are not reported (a check switched off)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
