@@ -136,3 +136,21 @@ def test_memory_unaccounted_stays_quiet_on_the_driver_reserve_and_unread_lists()
     assert gpu_memory_unaccounted("h", big, S, facts(big, processes_from="nvml", processes_unlisted=(0,))) == ()
     assert gpu_memory_unaccounted("h", big, S, facts(big, proc(1, used_memory_mib=None),
                                                        processes_from="nvml")) == ()
+
+
+def test_the_evidence_a_check_writes_is_the_process_the_report_reads_back() -> None:
+    # One writer (said, through checks.named.choice_evidence) and one reader (named_in) of the evidence keys:
+    # what a finding names is what the table's row names, also after a JSON round trip of the evidence.
+    import json
+
+    from gpudiag.checks.named import choice_evidence
+    from gpudiag.model import GpuProcess
+    from gpudiag.model.culprit import ChosenBy, ProcessChoice, named_in
+
+    spinner, holder = GpuProcess(pid=11, gpu=0, command=("spin",)), GpuProcess(pid=12, gpu=0, command=("hold",))
+    choice = ProcessChoice(chosen_by=ChosenBy.CPU, process=spinner, why="it uses 99% of a CPU core")
+    evidence = json.loads(json.dumps(choice_evidence(choice)))
+    assert named_in(evidence, (holder, spinner)) == choice
+    assert named_in(evidence, (holder,)) is None  # the named process is gone from the listing
+    ambiguous = ProcessChoice(chosen_by=ChosenBy.AMBIGUOUS, why="2 processes", candidates=(spinner, holder))
+    assert named_in(choice_evidence(ambiguous), (spinner, holder)) is None  # names no pid
