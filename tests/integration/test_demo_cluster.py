@@ -79,7 +79,7 @@ def test_watch_json_is_one_sweep_document_a_line() -> None:
     assert done.exit_code == 0, done.output
     docs = [json.loads(line) for line in done.stdout.splitlines()]
     assert [(d["schema"], [h["host"] for h in d["hosts"]]) for d in docs] == [
-        ("gpudiag.sweep/3", ["train-h200-01"])] * 2
+        ("gpudiag.sweep/4", ["train-h200-01"])] * 2
 
 
 

@@ -282,7 +282,7 @@ def test_cli_json_from_an_inventory(sshd_cluster, tmp_path: Path) -> None:  # ty
     done = _cli("sweep", "-i", str(inventory), "--format", "json", "--samples", "2", "--interval", "0.1")
     assert done.returncode == 1, done.stderr
     doc = json.loads(done.stdout)
-    assert doc["schema"] == "gpudiag.sweep/3"
+    assert doc["schema"] == "gpudiag.sweep/4"
     assert [h["host"] for h in doc["hosts"]] == ["sick", "fine"]
     assert doc["summary"]["findings_by_code"] == {"BUSY_LOW_POWER": 8}
     assert doc["summary"]["exit_code"] == 1

@@ -38,7 +38,7 @@ from gpudiag.model.changes import (
 )
 from gpudiag.model.json_codec import encode, plain
 from gpudiag.report.history_table import reading_of
-from gpudiag.report.json_report import power_document
+from gpudiag.report.json_report import GPU_LEFT_OUT, power_document
 
 HISTORY_SCHEMA = 4
 DEFAULT_LOCK_WAIT_S = 10.0
@@ -103,8 +103,8 @@ class RecordedRun:
 
 def readings_json(gpu: GpuReading) -> str:
     """A GPU's combined readings as one JSON object: every model field but the raw samples, and its power
-    figure as the sweep document writes it (``power``: ``watts``, ``source``, ``pct_of_limit``)."""
-    doc = encode(gpu, {GpuReading: (frozenset({"samples"}), lambda g: {"power": power_document(g)})})
+    figure as the sweep document writes it (``power``: ``watts``, ``source``, ``pct_of_limit``, ``readings``)."""
+    doc = encode(gpu, {GpuReading: (GPU_LEFT_OUT | {"samples"}, lambda g: {"power": power_document(g)})})
     return json.dumps(doc, allow_nan=False, separators=(",", ":"))
 
 

@@ -107,7 +107,7 @@ def busy_low_power(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFact
         "watts": power.watts if power else None,
         "enforced_power_limit_w": power.enforced_limit_w if power else None,
         "pct_of_limit": share,
-        "power_source": power.source.describe(len(gpu.samples)) if power else None,
+        "power_source": power.source.value if power else None,  # PowerSource, as the JSON's power.source
         "sm_clock_mhz": gpu.sm_clock_mhz,
         "max_sm_clock_mhz": gpu.max_sm_clock_mhz,
         "samples": len(gpu.samples),

@@ -333,7 +333,7 @@ TAKES: dict[str, tuple[Takes, ...]] = {
     "local": (SAMPLING, TIMEOUT, CHECKS, LOGS, FORMAT, QUIET, FOLD, SAMPLES_DETAIL),
     "inventory": (INVENTORY.but(type=Path, default=...), LIMIT, EXCLUDE, TEXT_FORMAT, JSON_ALIAS, FOLD),
     "watch": (TARGETS, *REACHING_HOSTS, DEMO, SAMPLING.but(samples=2), CHECKS,
-              TEXT_FORMAT.but(help="table (the live view) or json: one gpudiag.sweep/2 document per refresh, one "
+              TEXT_FORMAT.but(help="table (the live view) or json: one gpudiag.sweep/4 document per refresh, one "
                                    "a line (JSON Lines).")),
     "merge": (FORMAT, QUIET, FOLD),
     "signatures": (),

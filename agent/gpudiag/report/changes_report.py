@@ -17,7 +17,7 @@ The change set's JSON (``gpudiag.audit.changes/1``)::
      "host_actions": {<each host named above>: <its action now: the highest of its findings'>},
      "hosts": [{"host", "status", "previous_status", "came_back"}]}
 
-In the sweep document (``gpudiag.sweep/3``; these are added fields, no field changes meaning), each finding
+In the sweep document (``gpudiag.sweep/4``; these are added fields, no field changes meaning), each finding
 gains ``fingerprint`` and ``change`` (``state``, ``since``, ``runs``, ``flapping``), and the document gains
 ``changes``: the block above with every finding that changed (new, resolved, started to flap) and every
 carried one, but not those merely still open; plus ``history``: ``{"run": <id>}``. ``--only-changes --format
@@ -97,7 +97,7 @@ def listed_changes(changes: ChangeSet) -> tuple[FindingChange, ...]:
 
 def annotate(document: Mapping[str, Any], report: SweepReport, changes: ChangeSet,
              run_id: int | None = None) -> dict[str, Any]:
-    """A ``gpudiag.sweep/3`` document (:func:`gpudiag.report.json_report.to_document`) with each finding's
+    """A ``gpudiag.sweep/4`` document (:func:`gpudiag.report.json_report.to_document`) with each finding's
     fingerprint and change, and the ``changes`` and ``history`` blocks."""
     by_fp = changes.by_fingerprint()
     keys = gpu_keys(report)

@@ -1,8 +1,8 @@
-"""The sweep as a JSON document (schema ``gpudiag.sweep/3``, docs/json.md), and back.
+"""The sweep as a JSON document (schema ``gpudiag.sweep/4``, docs/json.md), and back.
 
 ``to_document`` turns a :class:`~gpudiag.model.SweepReport` into plain JSON values; ``render_json`` writes
-it as text; ``from_document`` rebuilds the report (from ``gpudiag.sweep/2`` and ``/1`` documents too), so
-several sweeps' JSON outputs can be merged later. Every field of the model is written by walking the
+it as text; ``from_document`` rebuilds the report (from ``gpudiag.sweep/3``, ``/2`` and ``/1`` documents
+too), so several sweeps' JSON outputs can be merged later. Every field of the model is written by walking the
 dataclasses (:mod:`gpudiag.model.json_codec`): a new reading needs no edit here. At the top: ``schema``,
 ``started_at``, ``duration_s``, ``stopped_by`` (only when a signal stopped the sweep), ``settings`` (the
 check thresholds the run used), ``hosts`` and ``summary``. Per host: ``host``, ``address``, ``status``,
@@ -41,6 +41,7 @@ from gpudiag.model import (
     SweepReport,
     reasons_mask,
 )
+from gpudiag.model.gpu import POWER_READINGS
 from gpudiag.model.json_codec import Shape, decode, encode, plain
 from gpudiag.report.changes_report import annotate
 from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, held_idle, hosts_by_status
@@ -66,21 +67,33 @@ def summarize(report: SweepReport) -> dict[str, Any]:
 
 
 def power_document(gpu: GpuReading) -> dict[str, Any] | None:
-    """The GPU's ``power`` object (:meth:`GpuReading.power`): ``watts``, ``source``, ``pct_of_limit``; None
-    when no power was read. The sweep document and the history's stored readings both write this one."""
+    """The GPU's ``power`` object, its one power figure (:meth:`GpuReading.power`): ``watts``, ``source`` (a
+    :class:`~gpudiag.model.PowerSource`), ``pct_of_limit``, and the raw ``readings`` it was chosen from, by
+    source; None when no power was read. The sweep document and the history's stored readings both write this
+    one (schema ``gpudiag.sweep/4``: before, the raw readings were the GPU's own ``power_w``,
+    ``power_instant_w`` and ``energy_power_w``)."""
     power = gpu.power()
     if power is None:
         return None
-    return {"watts": plain(power.watts), "source": plain(power.source), "pct_of_limit": plain(power.pct_of_limit)}
+    return {"watts": plain(power.watts), "source": plain(power.source), "pct_of_limit": plain(power.pct_of_limit),
+            "readings": {source.value: plain(getattr(gpu, name)) for source, name in POWER_READINGS}}
 
 
-def _gpu_derived(gpu: GpuReading) -> dict[str, Any]:
-    return {"power": power_document(gpu), "clock_event_reasons": gpu.clock_event_reasons}
+# The raw power readings are not the GPU's own keys: they are in its power object (power_document).
+GPU_LEFT_OUT = frozenset(name for _, name in POWER_READINGS)
+
+
+def gpu_shape(samples_detail: bool = False) -> Shape:
+    """How a GPU is written: every field but the raw power readings (and the raw samples unless asked), then
+    its ``power`` object and its clock-event reasons by name."""
+    left_out = GPU_LEFT_OUT if samples_detail else GPU_LEFT_OUT | {"samples"}
+    return {GpuReading: (left_out, lambda gpu: {"power": power_document(gpu),
+                                                "clock_event_reasons": gpu.clock_event_reasons})}
 
 
 def _shape(samples_detail: bool) -> Shape:
     return {
-        GpuReading: (frozenset() if samples_detail else frozenset({"samples"}), _gpu_derived),
+        **gpu_shape(samples_detail),
         NodeReadings: (frozenset({"gpus"}), None),  # a host's GPUs are listed beside its node object
         GpuLink: (frozenset(), lambda link: {"kind": link.kind}),
         NodeContext: (frozenset(), lambda c: {"interconnect": c.interconnect, "is_vm": c.is_vm}),
@@ -104,7 +117,7 @@ def _host_document(host: HostReport, shape: Shape) -> dict[str, Any]:
 
 
 def to_document(report: SweepReport, *, samples_detail: bool = False) -> dict[str, Any]:
-    """The report as a ``gpudiag.sweep/3`` document: plain JSON values, keys in schema order."""
+    """The report as a ``gpudiag.sweep/4`` document: plain JSON values, keys in schema order."""
     shape = _shape(samples_detail)
     return {
         "schema": SWEEP_SCHEMA,
@@ -173,6 +186,10 @@ _SCHEMA_1_GPU = {"power_limit_w": "enforced_power_limit_w"}
 
 
 def _gpu_from(doc: Mapping[str, Any], schema: str) -> GpuReading:
+    power = doc.get("power")
+    if isinstance(power, Mapping) and isinstance(power.get("readings"), Mapping):  # gpudiag.sweep/4
+        raw = power["readings"]
+        doc = {**doc, **{name: raw.get(source.value) for source, name in POWER_READINGS}}
     if schema == _SCHEMA_1:
         doc = {_SCHEMA_1_GPU.get(k, k): v for k, v in doc.items()}
         if "clock_event_reasons_mask" not in doc and doc.get("clock_event_reasons"):
@@ -197,7 +214,7 @@ def _host_from(doc: Mapping[str, Any], schema: str) -> HostReport:
 
 
 def from_document(doc: Mapping[str, Any]) -> SweepReport:
-    """Rebuild the report from a ``gpudiag.sweep/3`` (or ``/2``, ``/1``) document (derived values are ignored).
+    """Rebuild the report from a ``gpudiag.sweep/4`` (or ``/3``, ``/2``, ``/1``) document (derived values are ignored).
 
     Raises ``ValueError`` with a one-line message when the schema is not one of those or the document is
     malformed.

@@ -123,7 +123,7 @@ def test_output_and_quiet_without_history(tmp_path: Path) -> None:
     out = tmp_path / "sub" / "r.json"
     outcome = audit(report(), OutputRequest(format=OutputFormat.JSON, quiet=True), AuditOptions(output=out))
     assert (outcome.stdout, outcome.exit_code) == ("", 2)
-    assert json.loads(out.read_text())["schema"] == "gpudiag.sweep/3"
+    assert json.loads(out.read_text())["schema"] == "gpudiag.sweep/4"
     shown = audit(report(), OutputRequest(format=OutputFormat.JSON), AuditOptions())
     assert json.loads(shown.stdout) == json.loads(out.read_text())
 
