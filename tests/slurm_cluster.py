@@ -75,8 +75,11 @@ class SlurmCluster:
         return state or "", reason
 
     def reset(self, timeout_s: float = 30.0) -> None:
-        """Cancel every job and resume every drained node; wait until all nodes are idle again."""
-        self.run("scancel", "--full", "-u", "root", check=False)
+        """Cancel every job (of any user: a test may submit as another) and resume every drained node; wait
+        until all nodes are idle again."""
+        jobs = self.run("squeue", "-h", "-o", "%A", check=False).stdout.split()
+        if jobs:
+            self.run("scancel", "--full", *jobs, check=False)
         for node in self.nodes:
             state, _ = self.state_of(node)
             if "DRAIN" in state or "DOWN" in state:

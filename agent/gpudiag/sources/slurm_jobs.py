@@ -55,6 +55,14 @@ class JobDetails:
     allocations: tuple[JobAllocation, ...] = ()
     unreadable: tuple[str, ...] = ()
 
+    @property
+    def note(self) -> str | None:
+        """One line for the operator about the jobs left out (None: none was)."""
+        if not self.unreadable:
+            return None
+        said = "; ".join(self.unreadable)
+        return f"Slurm: {len(self.unreadable)} jobs' GPU allocations left out ({said[:300]})"
+
 
 def gpu_indexes(detail: str) -> tuple[int, ...]:
     """The GPU indexes of one node's GRES detail: ``gpu:h200:2(IDX:0,2)`` → (0, 2); every ``gpu`` item,
@@ -166,5 +174,14 @@ def read_allocations(nodes: Collection[str], run: Runner | None = None) -> JobDe
     return parse_job_details(text, running, set(nodes))
 
 
-__all__ = ["SCONTROL_JOBS", "JobDetails", "SlurmError", "gpu_indexes", "parse_job_details", "parse_squeue",
-           "read_allocations"]
+def allocations_or_failure(nodes: Collection[str], run: Runner | None = None) -> tuple[JobDetails, str | None]:
+    """:func:`read_allocations` for a sweep, which goes on whatever Slurm says: the allocations, or none and
+    the one line that says why Slurm could not be asked."""
+    try:
+        return read_allocations(nodes, run), None
+    except (SlurmError, OSError, ValueError) as exc:  # OSError: not allowed to run; ValueError: not UTF-8
+        return JobDetails(), f"Slurm's GPU allocations were not read ({exc}): this sweep cannot tell GPU_ALLOCATED_IDLE"
+
+
+__all__ = ["SCONTROL_JOBS", "JobDetails", "SlurmError", "allocations_or_failure", "gpu_indexes", "parse_job_details",
+           "parse_squeue", "read_allocations"]
