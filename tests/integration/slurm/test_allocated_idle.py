@@ -42,7 +42,8 @@ def field(slurm: SlurmCluster, job: str, key: str) -> str:
     return next(token.split("=", 1)[1] for token in text.split() if token.startswith(f"{key}="))
 
 
-def test_allocated_idle_gpus_named_with_job_user_and_start(slurm: SlurmCluster, sshd_cluster) -> None:  # type: ignore[no-untyped-def]
+def test_allocated_idle_gpus_named_with_job_user_and_start(slurm: SlurmCluster, sshd_cluster,  # type: ignore[no-untyped-def]
+                                                            tmp_path: Path) -> None:
     # As another user than the one who runs gpudiag: the finding names the job's owner, from Slurm.
     job = submit(slurm, "--uid=nobody", "-p", "gpu", "-w", "gpu03", "--gres=gpu:2", "-J", "idle-train")
     busy = submit(slurm, "-p", "gpu", "-w", "gpu01", "--gres=gpu:8")  # gpu01 plays a healthy, busy node
@@ -60,9 +61,15 @@ def test_allocated_idle_gpus_named_with_job_user_and_start(slurm: SlurmCluster, 
         assert f"given to Slurm job {job} (idle-train) of user nobody, running since {started}" in f["summary"]
     assert busy not in {f["evidence"]["job_id"] for _, f in found}
 
-    table = cli("sweep", "--slurm-job", job, *ssh_args(sshd_cluster))  # the job's own node, in the table
-    assert table.returncode == 1, table.stderr
-    assert "GPU_ALLOCATED_IDLE" in table.stdout and f"Slurm job {job}" in table.stdout
+    # The job's own node, twice with --history, in the table: the second run says for how long.
+    history = ("--history", str(tmp_path / "history.sqlite"))
+    first = cli("sweep", "--slurm-job", job, *ssh_args(sshd_cluster), *history)
+    assert first.returncode == 1 and "so for" not in first.stdout, first.stderr
+    again = cli("sweep", "--slurm-job", job, *ssh_args(sshd_cluster), *history)
+    assert again.returncode == 1, again.stderr
+    text = " ".join(again.stdout.split())  # the sentence wraps
+    assert "GPU_ALLOCATED_IDLE" in text and f"Slurm job {job} (idle-train) of user nobody" in text
+    assert "; so for 2 runs over 0.0 h (since " in text
 
 
 def test_a_slurm_that_cannot_list_its_jobs_is_one_line_and_the_sweep_goes_on(slurm: SlurmCluster, sshd_cluster,  # type: ignore[no-untyped-def]

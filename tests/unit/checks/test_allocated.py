@@ -10,6 +10,7 @@ from builders import gpu, host_report, node, sample, sweep
 
 from gpudiag.checks.allocated import gpu_allocated_idle, with_allocated_idle
 from gpudiag.model import Action, Finding, GpuProcess, HostStatus, JobAllocation, Severity
+from gpudiag.report import ReportView, render
 
 STARTED = "2026-12-03T09:12:40"
 JOB = JobAllocation(job_id="81723", node="gpu01", gpus=(0, 1), user="alice", started_at=STARTED, partition="h200",
@@ -95,3 +96,11 @@ def test_several_jobs_on_one_host_in_gpu_order() -> None:
     found = gpu_allocated_idle(sweep(host()), [other, JOB])["gpu01"]
     assert [(f.gpu, f.evidence["job_id"]) for f in found] == [(0, "81723"), (1, "81723"), (3, "81800")]
     assert found[2] == expected(3, job=other, others="")
+
+
+def test_the_findings_read_at_80_columns() -> None:
+    report = with_allocated_idle(sweep(host()), [JOB])
+    table = render(report, "table", ReportView(width=80))
+    assert max(len(line) for line in table.splitlines()) <= 80, table
+    text = " ".join(table.split())
+    assert "GPU_ALLOCATED_IDLE" in text and "given to Slurm job 81723 (pretrain) of user alice" in text

@@ -11,7 +11,14 @@ import pytest
 
 from gpudiag.model import JobAllocation
 from gpudiag.sources.slurm import CommandResult, SlurmError
-from gpudiag.sources.slurm_jobs import JobDetails, gpu_indexes, parse_job_details, parse_squeue, read_allocations
+from gpudiag.sources.slurm_jobs import (
+    JobDetails,
+    allocations_or_failure,
+    gpu_indexes,
+    parse_job_details,
+    parse_squeue,
+    read_allocations,
+)
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "slurm"
 RECORDED = (DATA / "scontrol_show_job_d_o.txt").read_text()
@@ -129,3 +136,24 @@ def test_read_allocations_slurm_refusing_is_one_line() -> None:
     with pytest.raises(SlurmError, match=r"^the running jobs: squeue says: squeue: error: Invalid node name "
                                          r"specified$"):
         read_allocations(["nope"], run)
+
+
+def test_for_a_sweep_slurm_failing_is_no_allocation_and_one_line() -> None:
+    refusing = runner({"squeue": CommandResult(returncode=1, stdout="", stderr="squeue: error: timeout\n")}, [])
+    assert allocations_or_failure(["gpu01"], refusing) == (JobDetails(), (
+        "Slurm's GPU allocations were not read (the running jobs: squeue says: squeue: error: timeout): this "
+        "sweep cannot tell GPU_ALLOCATED_IDLE"))
+
+    def not_allowed(argv: Sequence[str]) -> CommandResult:
+        raise PermissionError(13, "Permission denied", argv[0])
+
+    details, failure = allocations_or_failure(["gpu01"], not_allowed)
+    assert details == JobDetails() and failure == ("Slurm's GPU allocations were not read ([Errno 13] Permission "
+                                                   "denied: 'squeue'): this sweep cannot tell GPU_ALLOCATED_IDLE")
+
+
+def test_the_jobs_left_out_are_one_line() -> None:
+    assert JobDetails().note is None
+    assert parse_job_details(RECORDED).note == ("Slurm: 2 jobs' GPU allocations left out (job 5: UserId appears 0 "
+                                                "times in its record; job 9: printed 2 times (a job name imitates "
+                                                "it))")
