@@ -41,7 +41,7 @@ GPU_GRES = "gpu"
 
 _ONCE = ("UserId", "JobState", "StartTime", "Partition", "MinCPUsNode")  # in every record, once
 _JOB_ID = re.compile(r"JobId=(\d+) ")
-_FIELD = {key: re.compile(rf"(?<!\S){re.escape(key)}=(\S*)") for key in (*_ONCE, "JOB_GRES")}
+_FIELDS = re.compile(rf"(?<!\S)({'|'.join((*_ONCE, 'JOB_GRES'))})=(\S*)")  # one pass over a record
 _NODES = re.compile(r"(?<!\S)Nodes=(\S+) CPU_IDs=\S* Mem=\d+ GRES=(\S*)")
 _GRES_ITEM = re.compile(r"([^:,()]+)(?::([^:,()]+))?(?::(\d+))?\((IDX|CNT):([^)]*)\)")
 _NOT_KNOWN = ("", "Unknown", "None", "N/A", "(null)")
@@ -84,19 +84,22 @@ def gpu_indexes(detail: str) -> tuple[int, ...]:
 def _record(line: str, job_id: str) -> tuple[dict[str, str], list[tuple[str, str]]] | str:
     """The fields and (nodes, GRES detail) groups of one job's line, or why it cannot be read."""
     fields: dict[str, str] = {}
-    for key, pattern in _FIELD.items():
-        values = pattern.findall(line)
-        if len(values) > 1 or (key in _ONCE and not values):
-            return f"job {job_id}: {key} appears {len(values)} times in its record"
-        if values:
-            fields[key] = values[0]
+    seen: dict[str, int] = {}
+    at: dict[str, tuple[int, int]] = {}
+    for match in _FIELDS.finditer(line):
+        key = match.group(1)
+        seen[key] = seen.get(key, 0) + 1
+        fields.setdefault(key, match.group(2))
+        at.setdefault(key, match.span())
+    for key in (*_ONCE, "JOB_GRES"):
+        if seen.get(key, 0) > 1 or (key in _ONCE and key not in seen):
+            return f"job {job_id}: {key} appears {seen.get(key, 0)} times in its record"
     if fields["JobState"] != "RUNNING":
         return fields, []
-    start = re.search(r"(?<!\S)JOB_GRES=\S*", line)  # a running job has it (Slurm prints it with the nodes)
-    end = re.search(r"(?<!\S)MinCPUsNode=", line)
-    if start is None or end is None or end.start() < start.end():
+    start, end = at.get("JOB_GRES"), at["MinCPUsNode"]  # a running job has JOB_GRES (printed with the nodes)
+    if start is None or end[0] < start[1]:
         return f"job {job_id}: its GRES details are not where Slurm prints them"
-    return fields, _NODES.findall(line, start.end(), end.start())
+    return fields, _NODES.findall(line, start[1], end[0])
 
 
 def parse_job_details(text: str, running: Mapping[str, str] | None = None,
