@@ -164,7 +164,7 @@ def prepare(request: SweepRequest, selected: SelectedHosts) -> PreparedSweep:
         raise_open_file_limit(options.concurrency)
     plans = build_plans(selected.hosts, options.logs)  # a broken log entry or pack fails here
     report_notes: tuple[GroupNote, ...] = ()
-    if selected.slurm_nodes and not options.stream:  # Slurm gave the hosts: the GPUs it gave each running job
+    if selected.slurm_nodes and options.gpus and not options.stream:  # Slurm gave the hosts: its jobs' GPUs
         options, said, report_notes = _with_allocations(options, tuple(selected.slurm_nodes))
         notes += said
     return PreparedSweep(hosts=selected.hosts, options=options, plans=plans, ssh=ssh, notes=notes,
