@@ -152,8 +152,6 @@ def sweep_selected(request: SweepRequest, selected: SelectedHosts) -> SweepRepor
     # SIGINT/SIGTERM stop it: the report then holds what finished, the rest cancelled, and says which signal.
     report = _until_stopped(request.output, len(prepared.hosts), start)
     if prepared.report_notes:
-        import dataclasses
-
         report = dataclasses.replace(report, notes=(*report.notes, *prepared.report_notes))
     return report
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from gpudiag.model import JobAllocation
 from gpudiag.model.ssh_target import HostPatternError
 from gpudiag.sources.hostlist import expand, fold
-from gpudiag.sources.slurm import Runner, SlurmError, SubprocessRunner, _checked
+from gpudiag.sources.slurm import Runner, SlurmError, SubprocessRunner, checked
 
 SCONTROL_JOBS = ("scontrol", "show", "job", "-d", "-o")
 SQUEUE_FORMAT = "%A|%u"  # the job's own id (an array task's too) and its user: nothing a user can shape
@@ -169,11 +169,11 @@ def read_allocations(nodes: Collection[str], run: Runner | None = None) -> JobDe
     if not nodes:
         return JobDetails()
     run = run or SubprocessRunner()
-    running = parse_squeue(_checked(run, ["squeue", "-h", "-t", "RUNNING", "-w", fold(nodes), "-o", SQUEUE_FORMAT],
+    running = parse_squeue(checked(run, ["squeue", "-h", "-t", "RUNNING", "-w", fold(nodes), "-o", SQUEUE_FORMAT],
                                     "the running jobs"))
     if not running:
         return JobDetails()
-    text = _checked(run, list(SCONTROL_JOBS), "the jobs' GPUs")
+    text = checked(run, list(SCONTROL_JOBS), "the jobs' GPUs")
     return parse_job_details(text, running, set(nodes))
 
 
