@@ -1,8 +1,9 @@
-"""For how long a finding has stood, said in its own sentence: with ``--history``, a GPU held idle says for how
-many runs and hours it has been so ("held idle for 3 runs over 2.0 h, since ..."), the operator's next
-question after "whose is it". Pure: the streak (``since``, ``runs``) is the change set's
-(:mod:`gpudiag.audit.changes`), which knows a finding across runs by its fingerprint (for GPU_HELD_IDLE: the
-GPU and its holder, so another job on the same GPU starts a new streak)."""
+"""For how long a finding has stood, said in its own sentence: with ``--history``, a GPU held idle, or allocated
+to a job and idle, says for how many runs and hours it has been so ("; so for 3 runs over 2.0 h (since ...)"),
+the operator's next question after "whose is it". Pure: the streak (``since``, ``runs``) is the change set's
+(:mod:`gpudiag.audit.changes`), which knows a finding across runs by its fingerprint: the GPU and its holder
+(evidence ``holder``: for GPU_HELD_IDLE the holding process's job, container or pid, for GPU_ALLOCATED_IDLE
+``job <id>``), so another job on the same GPU starts a new streak."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import dataclasses
 from gpudiag.model import Finding, SweepReport
 from gpudiag.model.changes import ChangeSet, epoch_of, fingerprints, gpu_keys
 
-STREAK_CODES = ("GPU_HELD_IDLE",)  # the findings whose sentence says how long they have stood
+STREAK_CODES = ("GPU_HELD_IDLE", "GPU_ALLOCATED_IDLE")  # the findings whose sentence says how long they have stood
 
 
 def with_streaks(report: SweepReport, changes: ChangeSet) -> SweepReport:

@@ -90,6 +90,7 @@ ACTIONS: Mapping[str, Rule] = {
     "MIXED_ARCHITECTURES": Action.WATCH,
     # a job that holds a GPU and does not use it: its owner ends or fixes it; the GPU itself is fine
     "GPU_HELD_IDLE": Action.WATCH,
+    "GPU_ALLOCATED_IDLE": Action.WATCH,  # the scheduler gave it to a job that runs nothing on it
     # a process out of sight (another namespace) or a dead one's context: look at what holds it first
     "GPU_MEMORY_UNACCOUNTED": Action.WATCH,
     # the hardware around the GPU: someone has to look (reseat, airflow, power)
@@ -121,7 +122,6 @@ ACTIONS: Mapping[str, Rule] = {
     # carry what the GPU needs); a GPU given to a job that does not use it: its owner releases it
     "JOB_WAITS_ON": Action.WATCH,
     "JOB_STRAGGLER": Action.WATCH,
-    "GPU_ALLOCATED_IDLE": Action.WATCH,
     # what gpudiag could not read: nothing is known to be wrong with the GPUs
     "NVIDIA_SMI_MISSING": Action.NONE,
     "PROBE_INCOMPLETE": Action.NONE,

@@ -134,6 +134,8 @@ def sweep_selected(request: SweepRequest, selected: SelectedHosts) -> SweepRepor
     from gpudiag.transport.build import open_transport
 
     prepared = prepare(request, selected)
+    for note in prepared.notes:  # Slurm's GPU allocations not read, or some jobs' left out
+        _say(note)
     workers = resolve_workers(request.workers, len(prepared.hosts))
     fleet = not request.hosts.partial  # a part of the hosts sees its groups in part: no fleet verdict
 
@@ -148,7 +150,10 @@ def sweep_selected(request: SweepRequest, selected: SelectedHosts) -> SweepRepor
 
     # A lowered window (the open-file limit cannot hold the fan-out) is said once, before any connection.
     # SIGINT/SIGTERM stop it: the report then holds what finished, the rest cancelled, and says which signal.
-    return _until_stopped(request.output, len(prepared.hosts), start)
+    report = _until_stopped(request.output, len(prepared.hosts), start)
+    if prepared.report_notes:
+        report = dataclasses.replace(report, notes=(*report.notes, *prepared.report_notes))
+    return report
 
 
 def _until_stopped(output: OutputRequest, total: int | None, start: Callable[

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gpudiag.checks import CheckSettings, evaluate
+from gpudiag.checks.allocated import with_allocated_idle
 from gpudiag.checks.fleet import with_fleet_findings
 from gpudiag.collect.parse import ProbeFormatError, parse_probe_output
 from gpudiag.collect.remote import TIMEOUT_EXIT_STATUSES, collector_call
@@ -227,6 +228,8 @@ async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptio
                     for host, task in zip(hosts, tasks, strict=True))
     report = SweepReport(started_at=started_at, duration_s=round(time.monotonic() - started, 3), hosts=reports,
                          settings=options.settings, fleet_judged=fleet)
+    # Each host against the GPUs Slurm gave its jobs: per host, so a worker's share and a partial run judge it too
+    report = with_allocated_idle(report, options.allocations, options.settings)
     return with_fleet_findings(report, host_groups(hosts), expectations=options.expectations,
                                expect_action=options.expect_action, allocations=options.allocations,
                                settings=options.settings) if fleet else report
