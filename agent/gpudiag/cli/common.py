@@ -106,6 +106,8 @@ def sweep_selected(request: SweepRequest, selected: SelectedHosts, planner: Plan
     from gpudiag.run.request import prepare
 
     prepared = prepare(request, selected, planner)
+    for note in prepared.notes:  # Slurm's GPU allocations not read, or some jobs' left out
+        say(note)
     if not request.output.progress:
         return sweep(request, prepared, Display(say=say, again=_exit_at_once))
     from gpudiag.cli.progress import SweepProgress

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from gpudiag.cli import config
 from gpudiag.cli.params import Group, Param, Setting, Takes, takes
+from gpudiag.model.actions import Action
 from gpudiag.model.changes import FlapRule
 from gpudiag.model.choices import DrainLevel, OutputFormat, Source, TextFormat
 from gpudiag.model.request import (
@@ -25,7 +26,7 @@ from gpudiag.model.request import (
     SweepOptions,
     SweepRequest,
 )
-from gpudiag.model.settings import CheckSettings
+from gpudiag.model.settings import CheckSettings, VersionExpectation
 
 HOSTS_PANEL, SSH_PANEL, SAMPLING_PANEL, CHECKS_PANEL = "Hosts", "SSH", "Sampling", "Checks"
 LOGS_PANEL, OUTPUT_PANEL, AUDIT_PANEL, SLURM_PANEL, FLEET_PANEL = "Logs", "Output", "Audit", "Slurm", "Fleet"
@@ -74,6 +75,18 @@ def _codes(words: list[str]) -> tuple[str, ...]:
     from gpudiag.checks.actions import finding_codes
 
     return finding_codes(words, flag="--skip")
+
+
+def _expectations(texts: list[str]) -> tuple[VersionExpectation, ...]:
+    from gpudiag.checks.settings import parse_expectations
+
+    return parse_expectations(texts)
+
+
+def _expect_action(text: str) -> Action:
+    from gpudiag.checks.settings import parse_expect_action
+
+    return parse_expect_action(text)
 
 
 def _output_format(fmt: TextFormat) -> OutputFormat:
@@ -201,6 +214,14 @@ CHECKS = _in(CHECKS_PANEL,
           extra={"metavar": "CODE"},
           help="Do not report this finding code (repeatable, or comma-separated): the check is off; e.g. "
                "POWER_LIMIT_REDUCED on nodes capped on purpose."),
+    Param(name="expect", type=list[str], fills=Setting(SweepOptions, "expectations", _expectations),
+          decls=("--expect",), extra={"metavar": "MODEL:FACT=V"},
+          help="DRIVER_DRIFT: what a GPU model's hosts must run, e.g. \"NVIDIA H200:driver=580.159.04\" (FACT: "
+               "driver, cuda, vbios; MODEL * for all; repeatable; the config's [fleet.\"MODEL\"])."),
+    Param(name="expect_action", type=str | None, default=None,
+          fills=Setting(SweepOptions, "expect_action", _expect_action), decls=("--expect-action",),
+          extra={"metavar": "ACTION"},
+          help="The action for a host off --expect (default watch; e.g. drain_and_inspect)."),
 )
 LOGS = _in(LOGS_PANEL,
     Param(name="log", type=list[str], fills=Setting(LogOptions, "paths"), decls=("--log",), extra={"metavar": "PATH"},

@@ -25,6 +25,13 @@ from gpudiag.model.gpu import (
 from gpudiag.model.hosts import (
     Host,
 )
+from gpudiag.model.jobs import (
+    GPU_STATES,
+    GroupNote,
+    JobAllocation,
+    JobGpu,
+    JobView,
+)
 from gpudiag.model.logs import (
     FactValue,
     LogLine,
@@ -56,7 +63,9 @@ from gpudiag.model.report import (
     host_status_label,
 )
 from gpudiag.model.settings import (
+    FLEET_FACTS,
     CheckSettings,
+    VersionExpectation,
 )
 from gpudiag.model.status import (
     HostStatus,
@@ -70,17 +79,23 @@ __all__ = [
     "Action",
     "CLOCK_EVENT_REASONS",
     "CheckSettings",
+    "FLEET_FACTS",
     "FactValue",
     "Finding",
+    "GPU_STATES",
     "GpuLink",
     "GpuProcess",
     "GpuReading",
     "GpuSample",
     "NvLink",
+    "GroupNote",
     "Host",
     "HostReport",
     "HostStatus",
     "HungCall",
+    "JobAllocation",
+    "JobGpu",
+    "JobView",
     "LogLine",
     "LogMatch",
     "LogScan",
@@ -102,6 +117,7 @@ __all__ = [
     "SweepReport",
     "UnreachableReason",
     "VM_DMI_NAMES",
+    "VersionExpectation",
     "decode_reasons",
     "highest",
     "host_status_label",

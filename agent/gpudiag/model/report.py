@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from gpudiag.model.actions import Action, highest
 from gpudiag.model.gpu import GpuReading
+from gpudiag.model.jobs import GroupNote, JobView
 from gpudiag.model.node import NodeReadings
 from gpudiag.model.settings import CheckSettings
 from gpudiag.model.status import HostStatus, Severity, SmiStatus, UnreachableReason, worst
@@ -103,6 +104,10 @@ class SweepReport:
     # The checks across hosts (DRIVER_DRIFT) were judged: False when the run swept only part of the hosts
     # (--limit, --exclude, --shard), whose groups it saw in part; the history then carries their last verdict
     fleet_judged: bool = True
+    # The jobs across hosts (the job view: gpudiag.checks.jobs), and what whole groups say once (versions with
+    # no clear majority, mixed GPU models): judged with the fleet checks, empty when those were not
+    jobs: tuple[JobView, ...] = ()
+    notes: tuple[GroupNote, ...] = ()
 
     @property
     def findings(self) -> tuple[Finding, ...]:

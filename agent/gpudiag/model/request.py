@@ -17,9 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpudiag.model.actions import Action
 from gpudiag.model.changes import FlapRule
 from gpudiag.model.choices import DrainLevel, OutputFormat, Source
-from gpudiag.model.settings import CheckSettings
+from gpudiag.model.jobs import JobAllocation
+from gpudiag.model.settings import CheckSettings, VersionExpectation
 
 DEFAULT_TAIL_MIB = 8.0  # a log's last MiB scanned when neither the entry nor --log-tail-mib says
 
@@ -56,6 +58,11 @@ class SweepOptions:
     idle_s: float | None = None  # watch: a kept collector asked nothing for this long leaves (None: its default)
     settings: CheckSettings = field(default_factory=CheckSettings)
     skip: tuple[str, ...] = ()  # --skip CODE: these finding codes are not reported (a check switched off)
+    # The fleet step's inputs: the versions the operator expects per GPU model (--expect, [fleet]), and the GPUs
+    # the scheduler gave each running job on the swept nodes (read once, before the sweep, where Slurm gave them)
+    expectations: tuple[VersionExpectation, ...] = ()
+    expect_action: Action = Action.WATCH  # --expect-action: the rung of a host off the operator's expectation
+    allocations: tuple[JobAllocation, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

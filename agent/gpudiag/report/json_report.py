@@ -5,7 +5,8 @@ it as text; ``from_document`` rebuilds the report (from ``gpudiag.sweep/3``, ``/
 too), so several sweeps' JSON outputs can be merged later. Every field of the model is written by walking the
 dataclasses (:mod:`gpudiag.model.json_codec`): a new reading needs no edit here. At the top: ``schema``,
 ``started_at``, ``duration_s``, ``stopped_by`` (only when a signal stopped the sweep), ``settings`` (the
-check thresholds the run used), ``hosts`` and ``summary``. Per host: ``host``, ``address``, ``status``,
+check thresholds the run used), ``hosts``, ``jobs`` (the job view: one object per job across its hosts),
+``notes`` (what a whole group said once) and ``summary``. Per host: ``host``, ``address``, ``status``,
 ``error``, ``duration_s``, ``node`` (the node's readings, logs and context), ``gpus`` and ``findings``.
 
 Derived values, written for the reader and ignored when read back:
@@ -35,7 +36,9 @@ from gpudiag.model import (
     CheckSettings,
     GpuLink,
     GpuReading,
+    GroupNote,
     HostReport,
+    JobView,
     NodeContext,
     NodeReadings,
     SweepReport,
@@ -128,6 +131,9 @@ def to_document(report: SweepReport, *, samples_detail: bool = False) -> dict[st
         # the thresholds the checks judged by (null: not known, e.g. merged shards that used different ones)
         "settings": None if report.settings is None else encode(report.settings),
         "hosts": [_host_document(h, shape) for h in report.hosts],
+        # the jobs across hosts (the job view) and what whole groups said once (gpudiag.checks.jobs, .fleet)
+        "jobs": [encode(j) for j in report.jobs],
+        "notes": [encode(n) for n in report.notes],
         "summary": plain(summarize(report)),
     }
 
@@ -229,6 +235,8 @@ def from_document(doc: Mapping[str, Any]) -> SweepReport:
             hosts=tuple(_host_from(h, str(schema)) for h in doc["hosts"]),
             stopped_by=None if doc.get("stopped_by") is None else str(doc["stopped_by"]),
             settings=None if doc.get("settings") is None else decode(CheckSettings, doc["settings"]),
+            jobs=tuple(decode(JobView, j) for j in doc.get("jobs") or ()),
+            notes=tuple(decode(GroupNote, n) for n in doc.get("notes") or ()),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0]

@@ -87,6 +87,8 @@ def sweep(request: SweepRequest, prepared: PreparedSweep, display: Display) -> S
     stopped_by: list[str] = []
     report = run_async(until_signal(lambda stop: executor(request, prepared, stop, display), stopped_by,
                                     say=display.say, again=display.again), display.say)
+    if prepared.report_notes:  # what the report says once (Slurm's GPU allocations not read)
+        report = dataclasses.replace(report, notes=(*report.notes, *prepared.report_notes))
     return dataclasses.replace(report, stopped_by=stopped_by[0]) if stopped_by else report
 
 

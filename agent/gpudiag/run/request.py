@@ -25,7 +25,7 @@ from gpudiag.transport.limits import kept_for
 if TYPE_CHECKING:
     from gpudiag.logs import LogPlan
     from gpudiag.logs.plan import Planner
-    from gpudiag.model import Host
+    from gpudiag.model import GroupNote, Host
     from gpudiag.transport.ssh import SshOptions
 
 
@@ -42,6 +42,7 @@ class PreparedSweep:
     plans: Mapping[str, LogPlan]  # each host's log plan by host name, built once for the whole run
     ssh: SshOptions
     notes: tuple[str, ...] = ()  # lines for the operator (the kept connections the open-file limit does not fit)
+    report_notes: tuple[GroupNote, ...] = ()  # what the report says once (Slurm's GPU allocations not read)
 
 
 def check(request: SweepRequest) -> SweepRequest:
@@ -114,4 +115,23 @@ def prepare(request: SweepRequest, selected: SelectedHosts, planner: Planner | N
     else:
         raise_open_file_limit(options.concurrency)
     plans = build_plans(selected.hosts, options.logs, planner=planner)  # a broken log entry or pack fails here
-    return PreparedSweep(hosts=selected.hosts, options=options, plans=plans, ssh=ssh, notes=notes)
+    report_notes: tuple[GroupNote, ...] = ()
+    if selected.slurm_nodes and options.gpus and not options.stream:  # Slurm gave the hosts: its jobs' GPUs
+        options, said, report_notes = _with_allocations(options, tuple(selected.slurm_nodes))
+        notes += said
+    return PreparedSweep(hosts=selected.hosts, options=options, plans=plans, ssh=ssh, notes=notes,
+                         report_notes=report_notes)
+
+
+def _with_allocations(options: SweepOptions, nodes: tuple[str, ...]) -> tuple[SweepOptions, tuple[str, ...],
+                                                                             tuple[GroupNote, ...]]:
+    """``options`` with the GPUs Slurm gave each job running on ``nodes`` (read once, before the sweep), the
+    lines for the operator, and the report's note when Slurm could not be asked (the sweep goes on without)."""
+    from gpudiag.model import GroupNote
+    from gpudiag.sources.slurm_jobs import allocations_or_failure
+
+    details, failure = allocations_or_failure(nodes)
+    said = tuple(line for line in (failure, details.note) if line is not None)
+    failed = (GroupNote(group="slurm", kind="allocations unread", summary=failure, hosts=len(nodes)),) \
+        if failure is not None else ()
+    return dataclasses.replace(options, allocations=details.allocations), said, failed

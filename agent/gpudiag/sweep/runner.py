@@ -189,8 +189,7 @@ async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptio
     reports = tuple(cancelled_report(host) if task.cancelled() else task.result()
                     for host, task in zip(hosts, tasks, strict=True))
     return assemble_report(reports, started_at=started_at, duration_s=round(time.monotonic() - started, 3),
-                           settings=options.settings, groups=host_groups(hosts) if fleet else None,
-                           skip=options.skip)
+                           settings=options.settings, groups=host_groups(hosts) if fleet else None, options=options)
 
 
 def host_groups(hosts: Sequence[Host]) -> dict[str, tuple[str, ...]]:

@@ -83,4 +83,6 @@ def merge(reports: Sequence[tuple[str, SweepReport]]) -> SweepReport:
         settings=settings.pop() if len(settings := {r.settings for _, r in reports}) == 1 else None,
         groups=None,  # each shard judged its own part: merged, they are not judged again
         fleet_judged=all(r.fleet_judged for _, r in reports),
+        jobs=tuple(j for _, r in reports for j in r.jobs),
+        notes=tuple(n for _, r in reports for n in r.notes),
     )

@@ -263,7 +263,8 @@ async def sweep_in_workers(hosts: Sequence[Host], options: SweepOptions, plans: 
     # across every worker's hosts, not each share (``fleet``: as for gpudiag.sweep.runner.sweep)
     return assemble_report(in_order(hosts, finished, unfinished), started_at=started_at,
                            duration_s=round(time.monotonic() - started, 3), settings=options.settings,
-                           groups=host_groups(hosts) if fleet else None, stopped_by=stopped_by, skip=options.skip)
+                           groups=host_groups(hosts) if fleet else None, stopped_by=stopped_by, options=options,
+                           hosts_judged=True)  # each worker judged its own hosts against the allocations
 
 
 def _tell_stop(worker: _Running) -> None:

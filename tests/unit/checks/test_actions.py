@@ -144,8 +144,9 @@ def test_the_drivers_recovery_action_maps_onto_the_ladder(value: object, action:
     ("THERMAL_SLOWDOWN", Severity.WARNING, {}, Action.WATCH),
     ("THERMAL_SLOWDOWN", Severity.CRITICAL, {}, Action.DRAIN_AND_INSPECT),
     ("LOG_SIGNATURE", Severity.CRITICAL, {}, Action.RESTART_WORKLOAD),
-    ("DRIVER_DRIFT", Severity.WARNING, {"differs": ("driver_version",)}, Action.DRAIN_AND_INSPECT),
-    ("DRIVER_DRIFT", Severity.WARNING, {"differs": ("gpu_model",)}, Action.WATCH),
+    ("DRIVER_DRIFT", Severity.WARNING, {"differs": ("driver_version",)}, Action.WATCH),
+    ("DRIVER_DRIFT", Severity.WARNING, {"differs": ("driver_version",), "operator_action": "drain_and_inspect"},
+     Action.DRAIN_AND_INSPECT),
     ("HOST_UNREACHABLE", Severity.CRITICAL, {}, Action.NONE),
     # a reading that could not be read is no verdict: at most watch, never a reset, a reboot or a drain
     ("RECOVERY_ACTION", Severity.UNKNOWN, {"gpu_recovery_action": "[Unknown Error]"}, Action.WATCH),

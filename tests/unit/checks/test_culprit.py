@@ -102,12 +102,16 @@ def test_gpu_held_idle_names_the_holder_its_user_job_and_memory() -> None:
                                 "81723, docker 3f2a9c1b0e4d")
 
 
-def test_gpu_held_idle_not_without_a_process_nor_on_a_busy_gpu_nor_for_a_small_holder() -> None:
+def test_gpu_held_idle_not_without_a_process_nor_on_a_busy_gpu_nor_for_a_bare_context() -> None:
     hold = proc(40, used_memory_mib=102_400.0)
     assert gpu_held_idle("h", IDLE, S, facts(IDLE)) == ()
     one_busy_sample = dataclasses.replace(IDLE, samples=(sample(utilization_pct=0.0), sample(utilization_pct=2.0)))
     assert gpu_held_idle("h", one_busy_sample, S, facts(one_busy_sample, hold)) == ()
-    assert gpu_held_idle("h", IDLE, S, facts(IDLE, proc(40, used_memory_mib=2048.0))) == ()
+    # a bare CUDA context (612 MiB on the H200) is not a holder; anything that allocated past the floor is
+    assert gpu_held_idle("h", IDLE, S, facts(IDLE, proc(40, used_memory_mib=612.0))) == ()
+    assert gpu_held_idle("h", IDLE, S, facts(IDLE, proc(40, used_memory_mib=S.held_idle_memory_mib - 1))) == ()
+    (f,) = gpu_held_idle("h", IDLE, S, facts(IDLE, proc(40, used_memory_mib=S.held_idle_memory_mib)))
+    assert f.evidence["held_pct"] == 0.7 and f.evidence["held_idle_memory_mib"] == 1024.0
     codes = [f.code for f in evaluate("h", HostStatus.OK, None, node([IDLE], processes=(hold,)), S)]
     assert codes == ["GPU_HELD_IDLE"]
 

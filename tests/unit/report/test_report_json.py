@@ -114,7 +114,7 @@ def test_without_samples_detail_the_combined_readings_stay_and_the_samples_go():
 def test_top_level_keys_in_schema_order():
     doc = to_document(_report())
 
-    assert list(doc) == ["schema", "started_at", "duration_s", "settings", "hosts", "summary"]
+    assert list(doc) == ["schema", "started_at", "duration_s", "settings", "hosts", "jobs", "notes", "summary"]
     assert doc["schema"] == SWEEP_SCHEMA == "gpudiag.sweep/4"
 
 
