@@ -68,7 +68,7 @@ class FleetCollector:
             yield gauge
 
 
-def start_server(listen: str, collector: FleetCollector) -> Any:
+def start_server(listen: str, collector: FleetCollector) -> object:
     """Serve ``/metrics`` from ``collector`` on ``listen`` (a thread of prometheus_client's own)."""
     from prometheus_client import CollectorRegistry, start_http_server
 

@@ -25,14 +25,14 @@ from gpudiag.model.settings import CheckSettings
 T = TypeVar("T")
 
 # What a command sets itself, by the value it belongs to: {SweepOptions: {"stream": True}}.
-Fixed = Mapping[type, Mapping[str, Any]]
+Fixed = Mapping[type, Mapping[str, object]]
 
 
 def _given(given: Given, fixed: Fixed) -> tuple[dict[type, dict[str, Any]], set[type]]:
     """The values given, by the dataclass they fill, with ``fixed`` over them; and every dataclass the command
     takes an option of (given or not: its value is then built, with its defaults). An option left at None is not
     given: the field keeps its own default."""
-    values: dict[type, dict[str, Any]] = {}
+    values: dict[type, dict[str, object]] = {}
     taken: set[type] = set()
     for param in given.params:
         setting = param.fills
@@ -50,17 +50,17 @@ def _given(given: Given, fixed: Fixed) -> tuple[dict[type, dict[str, Any]], set[
     return values, taken
 
 
-def _nested(hint: Any) -> tuple[type | None, bool]:
+def _nested(hint: object) -> tuple[type | None, bool]:
     """The dataclass a field holds (``X`` or ``X | None``), and whether it is optional."""
     optional = isinstance(hint, types.UnionType) and type(None) in typing.get_args(hint)
     inner = next((a for a in typing.get_args(hint) if a is not type(None)), None) if optional else hint
     return (inner if dataclasses.is_dataclass(inner) and isinstance(inner, type) else None), optional
 
 
-def _build(cls: type[T], values: Mapping[type, Mapping[str, Any]], taken: set[type]) -> T:
+def _build(cls: type[T], values: Mapping[type, Mapping[str, object]], taken: set[type]) -> T:
     """``cls`` with the values given for it, each nested dataclass built the same way where the command takes
     an option of it (an optional one that comes out ``empty`` is None; one not taken keeps its default)."""
-    fields: dict[str, Any] = dict(values.get(cls, {}))
+    fields: dict[str, object] = dict(values.get(cls, {}))
     for name, hint in typing.get_type_hints(cls).items():
         inner, optional = _nested(hint)
         if inner is None or name in fields or not _takes(inner, taken):
@@ -111,7 +111,7 @@ _SELECTING = (("limit", "--limit"), ("exclude", "--exclude"), ("shard", "--shard
               ("slurm_job", "--slurm-job"), ("slurm_state", "--slurm-state"))
 
 
-def selection(given: Mapping[str, Any]) -> tuple[str, ...]:
+def selection(given: Mapping[str, object]) -> tuple[str, ...]:
     """The host-selecting options given, as words: ``("--exclude", "gpu07", "--shard", "1/4")``."""
     words: list[str] = []
     for name, flag in _SELECTING:

@@ -35,7 +35,7 @@ class Setting:
     parse: Callable[[Any], Any] | None = None
 
     @property
-    def default(self) -> Any:
+    def default(self) -> object:
         """The field's default, where the value is declared: the option's default unless it says another."""
         declared = next(f for f in dataclasses.fields(self.owner) if f.name == self.field)
         if declared.default_factory is not dataclasses.MISSING:
@@ -50,7 +50,7 @@ class _FromSetting:
         return "FROM_SETTING"
 
 
-FROM_SETTING: Any = _FromSetting()
+FROM_SETTING: object = _FromSetting()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,15 +58,15 @@ class Param:
     """One command-line parameter, declared once. Its default is its setting's (``fills``) unless given."""
 
     name: str  # the Python name: the config file's keys use it
-    type: Any
-    default: Any = FROM_SETTING
+    type: object
+    default: object = FROM_SETTING
     fills: Setting | None = None  # what it sets in the request; None: the command reads it itself
     decls: tuple[str, ...] = ()  # "--inventory", "-i"; none for an argument
     help: str = ""
     panel: str | None = None
     argument: bool = False
     late_help: Callable[[], str] | None = None  # appended to help when a command's help is shown
-    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # min=, max=, metavar=, envvar=...
+    extra: Mapping[str, object] = dataclasses.field(default_factory=dict)  # min=, max=, metavar=, envvar=...
 
     def __post_init__(self) -> None:
         if self.default is FROM_SETTING:
@@ -85,7 +85,7 @@ class Param:
         """This parameter with another default (``default=``) or help for one command."""
         return dataclasses.replace(self, **changes)
 
-    def info(self) -> Any:
+    def info(self) -> object:
         """The typer declaration (a default-style ``typer.Option``/``typer.Argument``)."""
         kwargs: dict[str, Any] = {"help": self.help, "rich_help_panel": self.panel, **self.extra}
         if self.argument:
@@ -102,7 +102,7 @@ class Group:
     panel: str
     members: tuple[Param, ...]
 
-    def but(self, **defaults: Any) -> Group:
+    def but(self, **defaults: object) -> Group:
         """The group with other defaults for some members (``samples=2``), for one command."""
         return Group(self.panel, tuple(p.but(default=defaults[p.name]) if p.name in defaults else p
                                        for p in self.members))
@@ -112,13 +112,13 @@ Takes = Group | Param
 
 # Each command's parameters' Python types by name, as :func:`takes` declared them: what a config file's value
 # is checked against (gpudiag.cli.config), whatever click or typer make of the types.
-TYPES: dict[str, dict[str, Any]] = {}
+TYPES: dict[str, dict[str, object]] = {}
 
 
-class Given(Mapping[str, Any]):
+class Given(Mapping[str, object]):
     """The values of the groups' parameters of one invocation, by :attr:`Param.name`, and the parameters."""
 
-    def __init__(self, values: Mapping[str, Any], params: tuple[Param, ...] = ()) -> None:
+    def __init__(self, values: Mapping[str, object], params: tuple[Param, ...] = ()) -> None:
         self._values = dict(values)
         self.params = params
 

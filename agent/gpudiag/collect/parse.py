@@ -200,7 +200,7 @@ def _claimed_index(value: object, claims: Claims) -> int | None:
     return index if isinstance(index, int) and index >= 0 else None
 
 
-def parse_probe(doc: Mapping[str, Any], *, output_truncated: bool = False,
+def parse_probe(doc: Mapping[str, object], *, output_truncated: bool = False,
                 log_plan: LogPlan | None = None) -> NodeReadings:
     """Turn a probe document into readings: per-GPU values combined over the samples, failures as data.
 
@@ -313,7 +313,7 @@ def parse_hung(value: object) -> tuple[HungCall, ...]:
     return tuple(calls)
 
 
-def _window(samples: Sequence[Mapping[str, Any]]) -> float | None:
+def _window(samples: Sequence[Mapping[str, object]]) -> float | None:
     times = [t for t in (seconds(s.get("t_s")) for s in samples) if t is not None]
     return max(times) - min(times) if len(times) > 1 else None
 
@@ -391,7 +391,7 @@ def parse_dcgm(dmon: str) -> dict[int, dict[str, float]]:
             for index, fields in values.items()}
 
 
-def with_dcgm(node: NodeReadings, dcgm: Mapping[str, Any]) -> NodeReadings:
+def with_dcgm(node: NodeReadings, dcgm: Mapping[str, object]) -> NodeReadings:
     """``node`` with DCGM's profiling readings on its GPUs, or the reason there are none."""
     if not dcgm:
         return node

@@ -34,7 +34,6 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import asyncssh
 
@@ -154,7 +153,7 @@ async def _feed(process: asyncssh.SSHServerProcess[bytes], stdin: asyncio.Stream
             stdin.close()
 
 
-def _exec_handler(node: DemoNode, bin_dir: Path, port: int, running: set[asyncio.Task[Any]],
+def _exec_handler(node: DemoNode, bin_dir: Path, port: int, running: set[asyncio.Task[object]],
                   proc_root: Path | None = None) -> Callable[[asyncssh.SSHServerProcess[bytes]], Awaitable[None]]:
     """The node's commands; each one's task is in ``running`` while it runs (the cluster ends them on exit)."""
     async def handle(process: asyncssh.SSHServerProcess[bytes]) -> None:
@@ -224,7 +223,7 @@ async def demo_cluster(nodes: Sequence[DemoNode] = DEMO_NODES) -> AsyncIterator[
         client_key.write_private_key(str(client_key_path))
         authorized = asyncssh.import_authorized_keys(client_key.export_public_key().decode())
         servers: list[asyncssh.SSHAcceptor] = []
-        running: set[asyncio.Task[Any]] = set()
+        running: set[asyncio.Task[object]] = set()
         hosts: list[Host] = []
         known_lines: list[str] = []
         known_hosts = root / "known_hosts"

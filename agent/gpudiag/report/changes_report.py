@@ -53,7 +53,7 @@ def change_kind(change: FindingChange) -> str:
     return change.state.value
 
 
-def change_document(change: FindingChange, *, renotify: bool = False) -> dict[str, Any]:
+def change_document(change: FindingChange, *, renotify: bool = False) -> dict[str, object]:
     f = change.finding
     return {"state": change.state.value, "fingerprint": f.fingerprint, "code": f.code,
             "severity": f.severity.label, "host": f.host, "gpu": f.gpu, "gpu_key": f.gpu_key, "summary": f.summary,
@@ -61,13 +61,13 @@ def change_document(change: FindingChange, *, renotify: bool = False) -> dict[st
             "became_flapping": change.became_flapping, "renotify": renotify, "action": f.action.label}
 
 
-def _host_document(host: HostChange) -> dict[str, Any]:
+def _host_document(host: HostChange) -> dict[str, object]:
     return {"host": host.host, "status": host.status, "previous_status": host.previous_status,
             "came_back": host.came_back}
 
 
 def changes_document(changes: ChangeSet, findings: tuple[FindingChange, ...] | None = None,
-                     renotified: Collection[str] = ()) -> dict[str, Any]:
+                     renotified: Collection[str] = ()) -> dict[str, object]:
     """The change set as ``gpudiag.audit.changes/1`` JSON values; ``findings``: only these (default: all).
     ``changes`` is every change in one list: each chosen finding (``change``: new, resolved, flapping,
     carried, ongoing when sent again) and each host that went away or came back (``host_gone``,
@@ -96,7 +96,7 @@ def listed_changes(changes: ChangeSet) -> tuple[FindingChange, ...]:
 
 
 def annotate(document: Mapping[str, Any], report: SweepReport, changes: ChangeSet,
-             run_id: int | None = None) -> dict[str, Any]:
+             run_id: int | None = None) -> dict[str, object]:
     """A ``gpudiag.sweep/4`` document (:func:`gpudiag.report.json_report.to_document`) with each finding's
     fingerprint and change, and the ``changes`` and ``history`` blocks."""
     by_fp = changes.by_fingerprint()

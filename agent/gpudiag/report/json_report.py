@@ -52,7 +52,7 @@ from gpudiag.report.escape import json_safe
 from gpudiag.report.view import ReportView
 
 
-def summarize(report: SweepReport) -> dict[str, Any]:
+def summarize(report: SweepReport) -> dict[str, object]:
     """The document's ``summary`` block."""
     return {
         "hosts": len(report.hosts),
@@ -69,7 +69,7 @@ def summarize(report: SweepReport) -> dict[str, Any]:
 # -------------------------------------------------------------------------------------------- writing
 
 
-def power_document(gpu: GpuReading) -> dict[str, Any] | None:
+def power_document(gpu: GpuReading) -> dict[str, object] | None:
     """The GPU's ``power`` object, its one power figure (:meth:`GpuReading.power`): ``watts``, ``source`` (a
     :class:`~gpudiag.model.PowerSource`), ``pct_of_limit``, and the raw ``readings`` it was chosen from, by
     source; None when no power was read. The sweep document and the history's stored readings both write this
@@ -104,7 +104,7 @@ def _shape(samples_detail: bool) -> Shape:
 
 
 def _host_derived(shape: Shape) -> Any:
-    def derived(host: HostReport) -> dict[str, Any]:
+    def derived(host: HostReport) -> dict[str, object]:
         # A host's action (the highest of its findings'), its readings as its "node" object, its GPUs listed
         # beside it, then its findings (each with its own action).
         return {"action": plain(host.action),
@@ -114,12 +114,12 @@ def _host_derived(shape: Shape) -> Any:
     return derived
 
 
-def _host_document(host: HostReport, shape: Shape) -> dict[str, Any]:
+def _host_document(host: HostReport, shape: Shape) -> dict[str, object]:
     """Every field of the host (walked, like everything else), then its node, GPUs and findings."""
     return encode(host, {**shape, HostReport: (frozenset({"readings", "findings"}), _host_derived(shape))})
 
 
-def to_document(report: SweepReport, *, samples_detail: bool = False) -> dict[str, Any]:
+def to_document(report: SweepReport, *, samples_detail: bool = False) -> dict[str, object]:
     """The report as a ``gpudiag.sweep/4`` document: plain JSON values, keys in schema order."""
     shape = _shape(samples_detail)
     return {
@@ -157,7 +157,7 @@ def render(report: SweepReport, view: ReportView) -> str:
     return dumps(document)
 
 
-def dumps(document: Any) -> str:
+def dumps(document: object) -> str:
     """``document`` as JSON indented by two spaces, non-ASCII as UTF-8. orjson (a dependency where it has
     wheels: CPython) writes it - byte for byte what the standard library writes, in a twentieth of the time
     (Python's own encoder is pure Python once indent is set: 0.6-0.8 ms per 8-GPU host, bench/sweep_loopback.py
@@ -171,7 +171,7 @@ def dumps(document: Any) -> str:
     return json_safe(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False))
 
 
-def _load_orjson() -> Any:
+def _load_orjson() -> object:
     """orjson when installed (a dependency on CPython), else None."""
     try:
         import orjson

@@ -14,7 +14,7 @@ import asyncio
 import dataclasses
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from gpudiag.model.choices import EventLoop
 
@@ -46,7 +46,7 @@ class Display:
     again: Callable[[int], None] | None = None
 
 
-def run_async(coro: Coroutine[Any, Any, T], say: Callable[[str], None] | None = None) -> T:
+def run_async(coro: Coroutine[object, object, T], say: Callable[[str], None] | None = None) -> T:
     """Run ``coro`` on the chosen event loop (:func:`gpudiag.sweep.loop.run`; ``say``: uvloop missing).
     Interrupted before it started (a Ctrl-C in the import below, or before the loop ran it), it is closed: no
     "never awaited" warning."""
@@ -60,7 +60,7 @@ def run_async(coro: Coroutine[Any, Any, T], say: Callable[[str], None] | None = 
 
 
 def executor(request: SweepRequest, prepared: PreparedSweep, stop: asyncio.Event,
-             display: Display) -> Coroutine[Any, Any, SweepReport]:
+             display: Display) -> Coroutine[object, object, SweepReport]:
     """The one executor: ``prepared``'s hosts swept in this process, or in ``--workers`` processes merged into
     one report (the hosts' order kept either way; the checks across hosts judged unless the run sweeps a part
     of them). ``stop``: set, no host starts any more and the report holds what finished."""

@@ -204,7 +204,7 @@ async def _until_done_or_stopped(tasks: Sequence[asyncio.Future[HostReport]], st
     if stop is None:
         await asyncio.wait(tasks)
         return
-    stopped: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
+    stopped: asyncio.Future[object] = asyncio.ensure_future(stop.wait())
     everything: asyncio.Future[Any] = asyncio.gather(*tasks, return_exceptions=True)
     try:
         await asyncio.wait([everything, stopped], return_when=asyncio.FIRST_COMPLETED)

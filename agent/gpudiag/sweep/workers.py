@@ -278,7 +278,7 @@ async def _until_ended(running: Sequence[_Running], stop: asyncio.Event | None) 
     """Wait until every worker ended; on ``stop``, tell each to stop, and still wait for what they send."""
     everything: asyncio.Future[Any] = asyncio.gather(*(w.ended for w in running))
     if stop is not None:
-        stopped: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
+        stopped: asyncio.Future[object] = asyncio.ensure_future(stop.wait())
         try:
             await asyncio.wait([everything, stopped], return_when=asyncio.FIRST_COMPLETED)
         finally:
