@@ -37,11 +37,11 @@ from gpudiag.model.changes import (
     gpu_keys,
 )
 from gpudiag.model.json_codec import encode, plain
+from gpudiag.model.request import DEFAULT_LOCK_WAIT_S
 from gpudiag.report.history_table import reading_of
 from gpudiag.report.json_report import GPU_LEFT_OUT, power_document
 
 HISTORY_SCHEMA = 4
-DEFAULT_LOCK_WAIT_S = 10.0
 
 # Migration N brings a file from version N-1 to N. Never edit one that shipped: add the next.
 MIGRATIONS: tuple[str, ...] = (

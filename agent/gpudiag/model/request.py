@@ -24,6 +24,12 @@ from gpudiag.model.jobs import JobAllocation
 from gpudiag.model.settings import CheckSettings, VersionExpectation
 
 DEFAULT_TAIL_MIB = 8.0  # a log's last MiB scanned when neither the entry nor --log-tail-mib says
+# Also the defaults of the transport's own values (transport/ssh.py SshOptions, transport/base.py RemoteCommand),
+# which a test or a lower layer builds without a request: one number each.
+DEFAULT_DEADLINE_S = 30.0
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+DEFAULT_LOGIN_TIMEOUT_S = 10.0
+DEFAULT_LOCK_WAIT_S = 10.0  # the history's (audit/history.py) when opened without a request
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,7 +50,7 @@ class SweepOptions:
 
     samples: int = 5
     interval_s: float = 0.5
-    deadline_s: float = 30.0
+    deadline_s: float = DEFAULT_DEADLINE_S
     # Hosts in flight. A host mostly waits (the 2 s sampling window, the network) and costs this side ~7 ms
     # of CPU, so 256 keep one core busy instead of waiting on the window 64 at a time.
     concurrency: int = 256
@@ -111,8 +117,8 @@ class SshRequest:
     """The SSH options the flags ask for; :func:`gpudiag.transport.build.ssh_options` makes the transport's
     options from them."""
 
-    connect_timeout_s: float = 10.0
-    login_timeout_s: float = 10.0
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    login_timeout_s: float = DEFAULT_LOGIN_TIMEOUT_S
     known_hosts: str | None = None  # None: ~/.ssh/known_hosts and gpudiag's own
     ssh_config: Path | None = None  # None: ~/.ssh/config
     accept_new_host_keys: bool = False
@@ -127,7 +133,7 @@ class AuditOptions:
 
     history: Path | None = None  # --history PATH
     keep_days: float | None = None  # --keep-days N: prune runs older than this
-    lock_wait_s: float = 10.0  # --history-lock-wait S: then one line and exit 3
+    lock_wait_s: float = DEFAULT_LOCK_WAIT_S  # --history-lock-wait S: then one line and exit 3
     only_changes: bool = False  # --only-changes: print only new and resolved findings
     flap: FlapRule = field(default_factory=FlapRule)  # --flap-changes K --flap-window M
     notify_urls: tuple[str, ...] = ()  # --notify URL (repeatable)
