@@ -59,12 +59,14 @@ def fail(message: str) -> typer.Exit:
 
 
 def configuration_errors() -> tuple[type[Exception], ...]:
-    """The exceptions that mean "the configuration is wrong" (one line, exit 3), imported on use."""
-    from gpudiag.sources.inventory import InventoryError
-    from gpudiag.transport.base import KeyLoadError
-
-    # ValueError covers the rest: RequestError, SettingsError, ShardError, LogConfigError, PackError.
-    return InventoryError, KeyLoadError, ValueError
+    """The exceptions that mean "the configuration is wrong" (one line, exit 3). Nothing is imported here: it
+    is evaluated as an exception propagates, a Ctrl-C in the middle of an import among them, where importing
+    again finds a half-made module (yaml's) and turns the interruption into a traceback. A module that was
+    never imported raised none of its errors."""
+    inventory = sys.modules.get("gpudiag.sources.inventory")
+    found = getattr(inventory, "InventoryError", None)
+    # ValueError covers the rest: KeyLoadError, RequestError, SettingsError, ShardError, LogConfigError, PackError.
+    return (ValueError,) if found is None else (found, ValueError)
 
 
 @contextlib.contextmanager

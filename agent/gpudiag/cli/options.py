@@ -66,18 +66,25 @@ def _duration(text: str) -> float | None:
 
 
 def _split(values: list[str]) -> tuple[str, ...]:
+    if not values:
+        return ()
     from gpudiag.sources.slurm import split_list
 
     return split_list(values)
 
 
+# A parser of a repeatable option returns at once when none was given: the run's imports stay as they were.
 def _codes(words: list[str]) -> tuple[str, ...]:
+    if not words:
+        return ()
     from gpudiag.checks.actions import finding_codes
 
     return finding_codes(words, flag="--skip")
 
 
 def _expectations(texts: list[str]) -> tuple[VersionExpectation, ...]:
+    if not texts:
+        return ()
     from gpudiag.checks.settings import parse_expectations
 
     return parse_expectations(texts)

@@ -22,7 +22,6 @@ def exporter(listen: str = LISTEN, every: float = EVERY, *, given: Given) -> Non
     from gpudiag.model.request import SweepOptions
     from gpudiag.run.execute import export
 
-    errors: tuple[type[Exception], ...] = (ExporterError, *configuration_errors())
     running = contextlib.ExitStack()  # the run's hosts (and what their sources started), until the exporter ends
     try:
         parse_listen(listen)
@@ -34,7 +33,7 @@ def exporter(listen: str = LISTEN, every: float = EVERY, *, given: Given) -> Non
         request = build.request(given, {SweepOptions: {"stream": True}})
         prepared = running.enter_context(prepared_hosts(request, "no hosts to export: give targets, -i INVENTORY "
                                                                  "or --demo"))
-    except errors as exc:
+    except (ExporterError,) + configuration_errors() as exc:  # read as it propagates: what was imported by then
         running.close()
         raise fail(str(exc)) from None
     def announce(line: str) -> None:  # on stderr: stdout stays empty for whoever reads it
