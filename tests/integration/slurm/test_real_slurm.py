@@ -14,7 +14,8 @@ from gpudiag.sources.slurm import SlurmError, SlurmSelection, select_nodes
 from gpudiag.sweep.shard import select_shard
 from slurm_cluster import SlurmCluster
 
-pytestmark = [pytest.mark.integration, pytest.mark.slurm]
+# One worker runs them all, on the session's one Slurm cluster (pyproject.toml: --dist loadgroup).
+pytestmark = [pytest.mark.integration, pytest.mark.slurm, pytest.mark.xdist_group("slurm")]
 REPO = Path(__file__).resolve().parents[3]
 
 
