@@ -20,12 +20,13 @@ import math
 import os
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from cli_run import run_cli
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -37,8 +38,7 @@ MARK = 2 * 5.0  # two radii: marks closer than this cover one another
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=120)
+    return run_cli(*args, cwd=REPO)  # in this process: the process is not the point
 
 
 def plotted_and_flagged(document: dict[str, Any]) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:

@@ -12,11 +12,11 @@ import dataclasses
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_run import run_cli
 from gpudiag.checks import CheckSettings
 from gpudiag.collect.remote import call_bound_s
 from gpudiag.model import Host, HostReport, HostStatus, Severity, SmiStatus, SweepReport
@@ -269,8 +269,7 @@ def test_fifty_hosts_in_one_sweep(sshd_cluster) -> None:  # type: ignore[no-unty
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=120)
+    return run_cli(*args, env={**os.environ, **(env or {})})  # in this process: the process is not the point
 
 
 def test_cli_json_from_an_inventory(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
