@@ -260,6 +260,7 @@ def test_failed_login(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-
     assert result.error is not None and result.error.startswith(f"login refused for user {sshd_cluster.user}")
 
 
+@pytest.mark.xdist_group("bursts")  # many handshakes at once: see test_signals_handshake.py
 def test_fifty_hosts_in_one_sweep(sshd_cluster) -> None:  # type: ignore[no-untyped-def]
     hosts = sshd_cluster.extra_hosts(50)
     report = run_sweep(hosts, dataclasses.replace(FAST, samples=1, interval_s=0.0, concurrency=64))
