@@ -263,7 +263,10 @@ def test_failed_login(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-
 @pytest.mark.xdist_group("bursts")  # many handshakes at once: see test_signals_handshake.py
 def test_fifty_hosts_in_one_sweep(sshd_cluster) -> None:  # type: ignore[no-untyped-def]
     hosts = sshd_cluster.extra_hosts(50)
-    report = run_sweep(hosts, dataclasses.replace(FAST, samples=1, interval_s=0.0, concurrency=64))
+    # Fifty handshakes at once on two shared cores: the connect and login bounds are not this test's point (5 s read
+    # as "unreachable" under a parallel run or another developer's suite); every host must still answer.
+    report = run_sweep(hosts, dataclasses.replace(FAST, samples=1, interval_s=0.0, concurrency=64),
+                       connect_timeout_s=30.0, login_timeout_s=30.0)
     assert [h.host for h in report.hosts] == [h.name for h in hosts]
     assert {h.status for h in report.hosts} == {HostStatus.OK}
     assert sum(len(h.gpus) for h in report.hosts) == 400
