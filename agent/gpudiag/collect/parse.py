@@ -12,7 +12,6 @@ devices were found (https://docs.nvidia.com/deploy/nvidia-smi/, "Return value").
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import re
@@ -27,9 +26,11 @@ from gpudiag.collect.parse_nccl_ras import parse_nccl_ras
 from gpudiag.collect.parse_processes import parse_processes, with_gpm
 from gpudiag.collect.untrusted import Claims, items, mapping, seconds, short, text
 from gpudiag.logs.plan import LogPlan
-from gpudiag.model import PROBE_SCHEMA, GpuReading, GpuSample, HungCall, NodeReadings, SmiStatus
+from gpudiag.model import GpuReading, GpuSample, HungCall, NodeReadings, SmiStatus
 from gpudiag.model.arch import arch_name, parse_compute_capability, sm_name
 from gpudiag_node.readings import BY_NAME, PER_SAMPLE, READINGS, Reading, by_smi_field
+from gpudiag_node.rows import cells as row_cells
+from gpudiag_node.wire import BY_SECTION, SCHEMA
 
 
 class ProbeFormatError(ValueError):
@@ -37,11 +38,14 @@ class ProbeFormatError(ValueError):
 
 
 # What one host may claim (issue 14): past these, the document is hostile or broken. The excess is cut and
-# becomes a problem of that host (PROBE_INCOMPLETE), so the controller's time and memory stay bounded.
-MAX_GPUS = 64  # distinct GPUs read per host
+# becomes a problem of that host (PROBE_INCOMPLETE), so the controller's time and memory stay bounded. The
+# sections' bounds are declared with the sections (gpudiag_node.wire.SECTIONS, docs/probe.md).
+MAX_GPUS = BY_SECTION["nvml"].bound[0]  # distinct GPUs read per host
 MAX_GPU_INDEX = 1023  # nvidia-smi and NVML number a node's GPUs from 0
-MAX_SAMPLES = 600  # samples per GPU (the --samples bound)
-MAX_PROBLEMS = 16
+MAX_SAMPLES = BY_SECTION["samples"].bound[0]  # samples per GPU (the --samples bound)
+MAX_PROBLEMS = BY_SECTION["problems"].bound[0]
+MAX_HUNG = BY_SECTION["hung"].bound[0]
+_UNAVAILABLE_CHARS = BY_SECTION["nvml_unavailable"].bound[0]
 MAX_MESSAGES = 20
 MAX_LINES = 2 * MAX_GPUS + MAX_MESSAGES  # of one nvidia-smi answer: a row and a lost-GPU line per GPU, messages
 
@@ -99,8 +103,8 @@ def load_document(stdout: bytes) -> dict[str, object]:
         why = (f"{exc.msg} at char {exc.pos}" if isinstance(exc, json.JSONDecodeError)
                else "nested too deep" if isinstance(exc, RecursionError) else "a number too long")
         raise ProbeFormatError(f"the collector's output is not JSON ({why})") from exc
-    if not isinstance(doc, dict) or doc.get("schema") != PROBE_SCHEMA:
-        raise ProbeFormatError(f"the collector's output is not a {PROBE_SCHEMA} document")
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise ProbeFormatError(f"the collector's output is not a {SCHEMA} document")
     return doc
 
 
@@ -118,11 +122,8 @@ def _rows(stdout: str, width: int, claims: Claims) -> tuple[list[list[str]], lis
         if width == 0:
             messages.append(line.strip()[:500])
             continue
-        try:
-            cells = next(csv.reader([line], skipinitialspace=True))
-        except csv.Error:  # a field past csv's size limit: not a row
-            cells = []
-        if len(cells) == width:
+        cells = row_cells(line)  # the node reads its rows the same way (gpudiag_node.rows)
+        if cells is not None and len(cells) == width:
             rows.append(cells)
         else:
             messages.append(line.strip()[:500])
@@ -220,10 +221,10 @@ def _parse_probe(doc: Mapping[str, Any], claims: Claims, *, output_truncated: bo
     smi = mapping(doc.get("nvidia_smi"))
     problems = tuple(p[:500] for p in claims.cap([p for p in items(doc.get("problems")) if isinstance(p, str)],
                                                   MAX_PROBLEMS, "problems"))
-    source = f"nvidia-smi ({short(doc.get('collector'), 40) or 'python'} collector)"
+    source = f"nvidia-smi ({short(doc.get('collector'), BY_SECTION['collector'].bound[0]) or 'python'} collector)"
     common: dict[str, Any] = {"hostname": short(host.get("hostname")), "kernel": short(host.get("kernel")),
                               "output_truncated": output_truncated, "problems": problems,
-                              "nvml_unavailable": short(doc.get("nvml_unavailable"), 500),
+                              "nvml_unavailable": short(doc.get("nvml_unavailable"), _UNAVAILABLE_CHARS),
                               "logs": parse_logs(doc.get("logs"), log_plan, claims),
                               "context": parse_context(doc.get("context")),
                               "hung_calls": parse_hung(doc.get("hung")),
@@ -305,7 +306,7 @@ _GPU_CALLS = ("nvidia-smi --query-gpu", "NVML")  # the calls that read the GPUs 
 def parse_hung(value: object) -> tuple[HungCall, ...]:
     """The document's ``hung`` list (the node's calls killed at their bound); malformed entries are dropped."""
     calls = []
-    for entry in items(value)[:MAX_MESSAGES]:
+    for entry in items(value)[:MAX_HUNG]:
         entry = mapping(entry)
         call, after_s = short(entry.get("call"), 80), seconds(entry.get("after_s"))
         if call and after_s is not None:

@@ -22,10 +22,11 @@ from typing import Any
 
 from gpudiag.collect.untrusted import integer, items, mapping, seconds, text
 from gpudiag.model import NodeReadings, NvLink
+from gpudiag_node.wire import BY_SECTION
 
 MAX_LINKS = 36  # NVML_NVLINK_MAX_LINKS
 MAX_GPUS = 64
-MAX_TEXT = 200_000  # characters of one nvidia-smi nvlink answer read
+MAX_TEXT = BY_SECTION["nvlink_smi"].bound[0]  # characters of one nvidia-smi nvlink answer read
 COUNTERS = ("crc", "replay", "recovery")
 
 _GPU = re.compile(r"^GPU (\d+):")

@@ -28,13 +28,14 @@ from gpudiag.collect.untrusted import text as _text
 from gpudiag.logs.echo import ECHO_CHARS, facts_of
 from gpudiag.logs.plan import LogPlan
 from gpudiag.model import GpuLink, LogLine, LogMatch, LogScan, LogStatus, NodeContext, ServerFacts
+from gpudiag_node.wire import BY_SECTION
 
 _GPU = re.compile(r"GPU(\d{1,4})$", re.ASCII)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # nvidia-smi underlines the header on a terminal
 
 # What one host's logs may claim (issue 14): the node keeps less than this (collectors/gpudiag_node/logscan.py); a
 # document past it is hostile or broken, and the excess is a problem of the host, not controller memory.
-MAX_SOURCES = 32
+MAX_SOURCES = BY_SECTION["logs"].bound[0]
 MAX_MATCHES = 1024  # in all of one host's logs, counting one per group_by key
 MAX_RECENT = 100  # recent lines per signature (gpudiag grep --lines)
 MAX_LOG_LINES = 4096  # lines kept in all of one host's logs (first, last, recent)
@@ -45,7 +46,7 @@ MAX_LIST = 16  # files, notes
 LINE_CHARS = 2000
 PATH_CHARS = 4096
 VALUE_CHARS = 200
-TOPOLOGY_GPUS = 64
+TOPOLOGY_GPUS = BY_SECTION["context"].bound[0]  # GPUs of the topology matrix read
 
 
 def _line(value: object, claims: Claims) -> LogLine | None:

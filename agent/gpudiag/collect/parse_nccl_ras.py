@@ -24,8 +24,10 @@ from typing import Any
 
 from gpudiag.collect.untrusted import integer, items, mapping, seconds, short, text
 from gpudiag.model.nccl_ras import NcclRasStatus, RasRank
+from gpudiag_node.wire import BY_SECTION
 
-MAX_ANSWER_CHARS = 512 * 1024  # the collector sends at most 256 KiB; a node claiming more is cut here
+# The collector sends at most 256 KiB; a node claiming more is cut here.
+MAX_ANSWER_CHARS = BY_SECTION["nccl_ras"].bound[0]
 MAX_COMMUNICATORS = 64
 MAX_RANKS = 4096  # per communicator
 MAX_LINES = 20_000

@@ -15,8 +15,9 @@ from typing import Any
 from gpudiag.collect.untrusted import Claims, integer, items, mapping, seconds, short
 from gpudiag.model import GpuProcess, GpuReading
 from gpudiag_node.gpm import METRICS
+from gpudiag_node.wire import BY_SECTION
 
-MAX_PROCESSES = 256  # (GPU, process) rows read per host
+MAX_PROCESSES = BY_SECTION["processes"].bound[0]  # (GPU, process) rows read per host
 ARG_CHARS = 256
 MAX_ARGS = 64
 PATH_CHARS = 1024

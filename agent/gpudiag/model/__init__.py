@@ -52,7 +52,6 @@ from gpudiag.model.node import (
 )
 from gpudiag.model.report import (
     EXIT_CANNOT_RUN,
-    PROBE_SCHEMA,
     STOP_EXIT_CODES,
     SWEEP_SCHEMA,
     SWEEP_SCHEMAS_READ,
@@ -103,7 +102,6 @@ __all__ = [
     "NodeContext",
     "NodeReadings",
     "PCIE_LINKS",
-    "PROBE_SCHEMA",
     "EXIT_CANNOT_RUN",
     "Power",
     "PowerSource",

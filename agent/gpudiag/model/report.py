@@ -20,7 +20,6 @@ from gpudiag.model.status import HostStatus, Severity, SmiStatus, UnreachableRea
 # enforced_power_limit_w; raw samples only on request; failed readings listed. /1 and /2 documents are still read.
 SWEEP_SCHEMA = "gpudiag.sweep/4"
 SWEEP_SCHEMAS_READ = ("gpudiag.sweep/1", "gpudiag.sweep/2", "gpudiag.sweep/3", SWEEP_SCHEMA)
-PROBE_SCHEMA = "gpudiag.probe/2"
 
 
 def host_status_label(host: HostReport) -> str:

@@ -9,8 +9,8 @@ import pytest
 
 from gpudiag.collect.parse import ProbeFormatError, parse_probe, parse_probe_output, read_value
 from gpudiag.model import GpuReading, SmiStatus, decode_reasons
-from gpudiag_node.probe import choose_fields, known_fields
 from gpudiag_node.readings import BY_NAME
+from gpudiag_node.smi import choose_fields, known_fields
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "h200_580.159_fields"
 HELP = (DATA / "help-query-gpu.txt").read_text()
