@@ -44,7 +44,7 @@ from gpudiag.sources.hostlist import fold
 
 MIN_HOSTS = 2  # one host is its own majority
 # What only a whole group can say: a partial run (--limit, --shard) carries the last verdict of these
-FLEET_CODES = ("DRIVER_DRIFT", "JOB_WAITS_ON", "JOB_STRAGGLER", "GPU_ALLOCATED_IDLE")
+FLEET_CODES = ("DRIVER_DRIFT", "JOB_WAITS_ON", "JOB_STRAGGLER")
 
 
 def _gpu_values(host: HostReport, read: Callable[[object], object]) -> str | None:

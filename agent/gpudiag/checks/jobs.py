@@ -19,7 +19,7 @@ Each GPU of a job gets a state (:data:`~gpudiag.model.GPU_STATES`) from the find
 * ``JOB_STRAGGLER``: every GPU of the job computes and one (or a few) is clearly slower than the job's
   median: SM clock, power, SM activity or utilization below it by the ODD_GPU_OUT margins.
 * ``GPU_ALLOCATED_IDLE``: a GPU the scheduler gave the job, with no process and 0% busy all window
-  (:mod:`gpudiag.checks.allocated`).
+  (:mod:`gpudiag.checks.allocated`, judged per host before this step): the job's line says how many.
 
 A job on several hosts is judged here, so a node's own ODD_GPU_OUT on that job's GPUs gives way to the job's
 verdict (it saw only part of the job). A job whose GPUs agree is quiet.
@@ -32,7 +32,6 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
 from gpudiag.checks.actions import with_action
-from gpudiag.checks.allocated import gpu_allocated_idle
 from gpudiag.checks.settings import CheckSettings
 from gpudiag.model import (
     Finding,
@@ -308,9 +307,8 @@ def with_job_view(report: SweepReport, groups: Mapping[str, Sequence[str]], allo
     """``report`` with its jobs (:attr:`SweepReport.jobs`) and the job findings on their hosts."""
     gathered = _gather(report, groups, allocations)
     by_name = {h.host: h for h in report.hosts}
-    idle_found = gpu_allocated_idle(report, allocations, settings)
     views: list[JobView] = []
-    added: dict[str, list[Finding]] = {host: list(found) for host, found in idle_found.items()}
+    added: dict[str, list[Finding]] = {}
     pointed: dict[tuple[str, int | None], tuple[Finding, str]] = {}
     for key, j in gathered.items():
         rows = tuple(_job_gpu(by_name[h], i, settings) for h, i in j.gpus)
@@ -329,7 +327,8 @@ def with_job_view(report: SweepReport, groups: Mapping[str, Sequence[str]], allo
                 for g in rows:
                     if g.state == "waiting":
                         pointed[(g.host, g.gpu)] = (found, key)
-        idle = [f for fs in idle_found.values() for f in fs if f.evidence.get("job") == key]
+        idle = [f for f in report.findings
+                if f.code == "GPU_ALLOCATED_IDLE" and f"job {f.evidence.get('job_id')}" == key]
         if idle and view.code is None:
             view = dataclasses.replace(view, verdict=f"{len(idle)} GPU{'s' if len(idle) != 1 else ''} allocated "
                                        "and idle", code="GPU_ALLOCATED_IDLE", severity=worst(f.severity for f in idle))

@@ -59,7 +59,7 @@ def _toml() -> Any:
     return tomllib
 
 
-def read(path: Path) -> tuple[dict[str, Any], str]:
+def read(path: Path) -> tuple[dict[str, object], str]:
     """The file's tables and its text; :class:`ConfigError` for a missing file or a syntax error."""
     tomllib = _toml()
     try:
@@ -75,7 +75,7 @@ def read(path: Path) -> tuple[dict[str, Any], str]:
 def _keys(command: Any) -> dict[str, Any]:
     """A click command's parameters by every key the file may use for them: the Python name and the long
     option names without dashes (``prom-file`` and ``prom_file`` both name ``prom_file``)."""
-    keys: dict[str, Any] = {}
+    keys: dict[str, object] = {}
     for param in command.params:
         if param.name in (None, "config", "help"):
             continue
@@ -126,7 +126,7 @@ def _fits(kind: str, value: object, choices: tuple[str, ...] | None) -> bool:
     return isinstance(value, str) and (choices is None or value in choices)
 
 
-def _checked(tp: Any, value: object) -> str | None:
+def _checked(tp: object, value: object) -> str | None:
     """Why ``value`` cannot be a parameter of type ``tp``'s (None: it can)."""
     kind, choices, array = _kind(tp)
     what = f"one of {', '.join(choices)}" if choices else ("an integer" if kind == "integer" else f"a {kind}")
@@ -140,7 +140,7 @@ def _checked(tp: Any, value: object) -> str | None:
 def defaults(path: Path, data: Mapping[str, Any], text: str, commands: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Every command's ``default_map`` from the file's ``data``: checked whole, whichever command runs."""
     keyed = {name: _keys(command) for name, command in commands.items()}
-    found: dict[str, dict[str, Any]] = {name: {} for name in commands}
+    found: dict[str, dict[str, object]] = {name: {} for name in commands}
 
     def refuse(table: str | None, key: str, why: str) -> ConfigError:
         line = _line(text, table, key)

@@ -14,21 +14,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from gpudiag.collect.kinds import from_number, from_words
 from gpudiag.collect.parse_links import with_links
 from gpudiag.collect.parse_logs import parse_context, parse_logs
 from gpudiag.collect.parse_nccl_ras import parse_nccl_ras
 from gpudiag.collect.parse_processes import parse_processes, with_gpm
-from gpudiag.collect.untrusted import MAX_INT, Claims, items, mapping, seconds, short, text
+from gpudiag.collect.untrusted import Claims, items, mapping, seconds, short, text
 from gpudiag.logs.plan import LogPlan
 from gpudiag.model import GpuReading, GpuSample, HungCall, NodeReadings, SmiStatus
 from gpudiag.model.arch import arch_name, parse_compute_capability, sm_name
-from gpudiag_node.readings import BY_NAME, PER_SAMPLE, READINGS, Reading, by_smi_field, enum_from_words
+from gpudiag_node.readings import BY_NAME, PER_SAMPLE, READINGS, Reading, by_smi_field
 from gpudiag_node.rows import cells as row_cells
 from gpudiag_node.wire import BY_SECTION, SCHEMA
 
@@ -48,7 +48,6 @@ MAX_HUNG = BY_SECTION["hung"].bound[0]
 _UNAVAILABLE_CHARS = BY_SECTION["nvml_unavailable"].bound[0]
 MAX_MESSAGES = 20
 MAX_LINES = 2 * MAX_GPUS + MAX_MESSAGES  # of one nvidia-smi answer: a row and a lost-GPU line per GPU, messages
-MAX_READING = 1e15  # no reading (W, MHz, MiB, %, count) is larger; the clock-reason mask is a 64-bit field
 
 
 # nvidia-smi's spellings of "this GPU cannot give this reading": not applicable, not a failure.
@@ -57,9 +56,6 @@ _NOT_APPLICABLE = {"", "n/a", "[n/a]", "[not supported]", "[requested functional
 _GPU_IS_LOST = "[gpu is lost]"
 _LOST_LINE = re.compile(r"Unable to determine the device handle for GPU\s*([0-9A-Fa-f:.]+)\s*:\s*(.*)")
 _SMI_FIELDS = by_smi_field()
-# nvidia-smi's words for a flag reading (remapped_rows.pending "Yes", ecc.mode.current "Enabled").
-_FLAG_WORDS = {"yes": True, "enabled": True, "active": True, "true": True, "on": True,
-               "no": False, "disabled": False, "not active": False, "false": False, "off": False}
 
 
 def read_value(reading: Reading, raw: object) -> tuple[Any, str | None]:
@@ -68,7 +64,7 @@ def read_value(reading: Reading, raw: object) -> tuple[Any, str | None]:
     if raw is None or isinstance(raw, bool):
         return None, None
     if isinstance(raw, (int, float)):
-        return _number(reading, raw)
+        return from_number(reading.kind, raw)
     if not isinstance(raw, str):
         return None, f"unexpected {type(raw).__name__} value"
     value = raw.strip()
@@ -77,40 +73,7 @@ def read_value(reading: Reading, raw: object) -> tuple[Any, str | None]:
         return None, None
     if low.startswith("["):  # [Unknown Error] and nvidia-smi's other bracketed failures
         return None, f"nvidia-smi: {value[:80]}"
-    if reading.kind in ("text", "pstate"):
-        return short(value), None
-    if reading.kind == "flag":
-        flag = _FLAG_WORDS.get(low)
-        return (flag, None) if flag is not None else (None, f"not a yes/no: {value[:40]!r}")
-    if reading.kind == "enum":
-        return short(enum_from_words(value), 40), None
-    if reading.kind == "cc":
-        cc = parse_compute_capability(value)
-        return (f"{cc[0]}.{cc[1]}", None) if cc else (None, f"not a compute capability: {value[:40]!r}")
-    try:
-        if reading.kind == "mask":
-            return _number(reading, int(value, 0))
-        number = float(value.split()[0])
-    except (ValueError, IndexError, OverflowError):
-        return None, f"not a number: {value[:40]!r}"
-    return _number(reading, number)
-
-
-def _number(reading: Reading, number: float) -> tuple[Any, str | None]:
-    if isinstance(number, float) and not math.isfinite(number):
-        return None, f"not a finite number: {number!r}"
-    if not -MAX_READING <= number <= (MAX_INT if reading.kind == "mask" else MAX_READING):
-        return None, "out of range" + (f": {number:.3g}" if abs(number) < 1e300 else "")
-    if reading.kind in ("int", "mask"):
-        try:
-            return int(number), None
-        except (ValueError, OverflowError):
-            return None, f"not an integer: {number!r}"
-    if reading.kind == "flag":
-        return bool(number), None
-    if reading.kind in ("text", "pstate", "cc", "enum"):
-        return (str(number), None) if reading.kind == "text" else (None, f"not a {reading.kind}: {number!r}")
-    return float(number), None
+    return from_words(reading.kind, value, low)
 
 
 def combine(reading: Reading, values: Iterable[Any]) -> Any:
@@ -238,7 +201,7 @@ def _claimed_index(value: object, claims: Claims) -> int | None:
     return index if isinstance(index, int) and index >= 0 else None
 
 
-def parse_probe(doc: Mapping[str, Any], *, output_truncated: bool = False,
+def parse_probe(doc: Mapping[str, object], *, output_truncated: bool = False,
                 log_plan: LogPlan | None = None) -> NodeReadings:
     """Turn a probe document into readings: per-GPU values combined over the samples, failures as data.
 
@@ -351,7 +314,7 @@ def parse_hung(value: object) -> tuple[HungCall, ...]:
     return tuple(calls)
 
 
-def _window(samples: Sequence[Mapping[str, Any]]) -> float | None:
+def _window(samples: Sequence[Mapping[str, object]]) -> float | None:
     times = [t for t in (seconds(s.get("t_s")) for s in samples) if t is not None]
     return max(times) - min(times) if len(times) > 1 else None
 
@@ -429,7 +392,7 @@ def parse_dcgm(dmon: str) -> dict[int, dict[str, float]]:
             for index, fields in values.items()}
 
 
-def with_dcgm(node: NodeReadings, dcgm: Mapping[str, Any]) -> NodeReadings:
+def with_dcgm(node: NodeReadings, dcgm: Mapping[str, object]) -> NodeReadings:
     """``node`` with DCGM's profiling readings on its GPUs, or the reason there are none."""
     if not dcgm:
         return node

@@ -75,7 +75,7 @@ def _sane(value: object) -> bool:
     return not isinstance(value, int) or _int(value) is not None
 
 
-def _matches(name: str, raw: Mapping[str, Any], claims: Claims) -> list[LogMatch]:
+def _matches(name: str, raw: Mapping[str, object], claims: Claims) -> list[LogMatch]:
     common: dict[str, Any] = {"signature": name[:VALUE_CHARS], "last_seq": _int(raw.get("last_seq")),
                               "values": _pairs(raw.get("values"), claims)}
     count, older = _int(raw.get("count")) or 0, _int(raw.get("older")) or 0
@@ -98,7 +98,7 @@ def _matches(name: str, raw: Mapping[str, Any], claims: Claims) -> list[LogMatch
                      last=_line(raw.get("last"), claims), recent=_lines(raw.get("recent"), claims), **common)]
 
 
-def _facts(name: str, raw: Mapping[str, Any], plan: LogPlan | None) -> ServerFacts | None:
+def _facts(name: str, raw: Mapping[str, object], plan: LogPlan | None) -> ServerFacts | None:
     count = _int(raw.get("count")) or 0
     if not count:
         return None
@@ -114,7 +114,7 @@ def _facts(name: str, raw: Mapping[str, Any], plan: LogPlan | None) -> ServerFac
                        seq=_int(raw.get("seq")), values=values)
 
 
-def parse_log_scan(raw: Mapping[str, Any], plan: LogPlan | None = None, claims: Claims | None = None) -> LogScan:
+def parse_log_scan(raw: Mapping[str, object], plan: LogPlan | None = None, claims: Claims | None = None) -> LogScan:
     """One source's part of the document → a :class:`LogScan`; what it claims past the bounds is cut and
     recorded in ``claims``."""
     claims = claims if claims is not None else Claims()
@@ -148,7 +148,7 @@ def parse_log_scan(raw: Mapping[str, Any], plan: LogPlan | None = None, claims: 
         **_found(_mapping(raw.get("found"))))
 
 
-def _found(found: Mapping[str, Any]) -> dict[str, str | None]:
+def _found(found: Mapping[str, object]) -> dict[str, str | None]:
     """How the node found a log it was not told of: {"pid", "server", "fds", "via"} → found_from (words)."""
     if not found:
         return {}

@@ -70,7 +70,7 @@ def _rank(entry: Mapping[str, Any], state: str, detail: str | None = None) -> Ra
                    gpu=integer(entry.get("cuda_dev")), detail=detail)
 
 
-def _lagging(ranks: list[Mapping[str, Any]]) -> list[RasRank]:
+def _lagging(ranks: list[Mapping[str, object]]) -> list[RasRank]:
     """The ranks that launched fewer of some operation than the most any rank of the communicator did."""
     counts = [mapping(r.get("collective_counts")) for r in ranks]
     ops = sorted({op for c in counts for op in list(c)[:16] if isinstance(op, str)})
@@ -96,7 +96,7 @@ def _from_json(doc: Mapping[str, Any], common: dict[str, Any]) -> NcclRasStatus:
     missing: list[RasRank] = []
     lagging: list[RasRank] = []
     nodes: dict[str, None] = {}
-    largest: Mapping[str, Any] = {}
+    largest: Mapping[str, object] = {}
     for comm in comms:
         ranks = [mapping(r) for r in items(comm.get("ranks"))[:MAX_RANKS]]
         gone = [mapping(r) for r in items(comm.get("missing_ranks"))[:MAX_RANKS]]

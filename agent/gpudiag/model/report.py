@@ -18,8 +18,8 @@ from gpudiag.model.status import HostStatus, Severity, SmiStatus, UnreachableRea
 # the check settings the run used travel with it ("settings"); docs/json.md lists every rename.
 # 2: one power figure (GpuReading.power()) behind power_pct_of_limit; power_limit_w became
 # enforced_power_limit_w; raw samples only on request; failed readings listed. /1 and /2 documents are still read.
-SWEEP_SCHEMA = "gpudiag.sweep/3"
-SWEEP_SCHEMAS_READ = ("gpudiag.sweep/1", "gpudiag.sweep/2", SWEEP_SCHEMA)
+SWEEP_SCHEMA = "gpudiag.sweep/4"
+SWEEP_SCHEMAS_READ = ("gpudiag.sweep/1", "gpudiag.sweep/2", "gpudiag.sweep/3", SWEEP_SCHEMA)
 
 
 def host_status_label(host: HostReport) -> str:

@@ -2,7 +2,7 @@
 (ClusterShell's Task, one srun step): the calls that arrive together with the same command become one batch, and
 the batch is launched once, with each host's future to settle. The :class:`~gpudiag.transport.base.Transport`
 protocol stays one call per host, so the runner judges each host as in a direct sweep (and these engines run
-with the whole host list in one window: ``gpudiag.cli.request.prepare``). Standard library only."""
+with the whole host list in one window: ``gpudiag.run.request.prepare``). Standard library only."""
 
 from __future__ import annotations
 

@@ -164,3 +164,14 @@ def test_a_code_without_an_entry_says_so() -> None:
 def test_evaluate_sets_every_findings_action() -> None:
     (finding,) = evaluate("h", HostStatus.TIMEOUT, "no answer in 3 s", None, CheckSettings())
     assert (finding.code, finding.action) == ("HOST_UNREACHABLE", Action.NONE)
+
+
+def test_the_recovery_words_are_the_readings_own() -> None:
+    # The names of gpu_recovery_action's values are declared once, in the node's readings table; the ladder's
+    # actions and the findings' sentences cover exactly those.
+    from gpudiag.checks.actions import RECOVERY_ACTIONS
+    from gpudiag.checks.health import RECOVERY_WORDS
+    from gpudiag_node.readings import ENUMS
+
+    names = set(ENUMS["gpu_recovery_action"])
+    assert set(RECOVERY_ACTIONS) == names and set(RECOVERY_WORDS) | {"none"} == names

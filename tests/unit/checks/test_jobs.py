@@ -14,6 +14,7 @@ from typing import Any
 from builders import gpu, node, sample
 
 from gpudiag.checks import evaluate
+from gpudiag.checks.allocated import with_allocated_idle
 from gpudiag.checks.fleet import with_fleet_findings
 from gpudiag.model import (
     CheckSettings,
@@ -64,6 +65,7 @@ def down(name: str, address: str | None = None) -> HostReport:
 def judged(*hosts: HostReport, groups: dict[str, tuple[str, ...]] | None = None,
            allocations: tuple[JobAllocation, ...] = ()) -> SweepReport:
     report = SweepReport(started_at="2026-12-03T12:00:00+00:00", duration_s=3.0, hosts=hosts, settings=SETTINGS)
+    report = with_allocated_idle(report, allocations, SETTINGS)  # per host, before the fleet step (as the runner)
     return with_fleet_findings(report, groups or {}, allocations=allocations, settings=SETTINGS)
 
 

@@ -48,7 +48,7 @@ def test_a_huge_gpu_index_is_refused_and_said() -> None:
 
 
 @pytest.mark.scale
-def test_300000_gpu_rows_cost_bounded_time_and_memory() -> None:
+def test_300000_gpu_rows_cost_bounded_memory() -> None:
     stdout = "".join(f"{i}, G\n" for i in range(300_000))
     assert len(stdout) < 4 * 1024 * 1024
     raw = json.dumps(_smi(stdout)).encode()

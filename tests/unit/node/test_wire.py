@@ -5,6 +5,7 @@ the tables make."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
 import importlib.util
@@ -30,7 +31,7 @@ def _sent(stdin: bytes) -> dict[str, object]:
     """The configuration a bundle carries (``_CONFIG = '...'``), as the node's loader reads it."""
     match = re.search(rb"^_CONFIG = (.*)$", stdin, re.MULTILINE)
     assert match is not None
-    config = json.loads(eval(match.group(1)))  # a Python str literal (repr) holding the JSON
+    config = json.loads(ast.literal_eval(match.group(1).decode()))  # a str literal (repr) holding the JSON
     assert isinstance(config, dict)
     return config
 
