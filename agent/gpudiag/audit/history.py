@@ -124,7 +124,8 @@ def stored_readings(text: str) -> dict[str, Any]:
 
 
 class History:
-    """One history file. Open with :meth:`open` (creates the folder and the file), use as a context manager."""
+    """One history file. Open with :meth:`open` (creates the file, in a folder that exists), use as a context
+    manager."""
 
     def __init__(self, db: sqlite3.Connection, path: Path, lock_wait_s: float = DEFAULT_LOCK_WAIT_S) -> None:
         self._db = db
@@ -135,7 +136,8 @@ class History:
     def open(cls, path: Path, *, lock_wait_s: float = DEFAULT_LOCK_WAIT_S) -> History:
         path = path.expanduser()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.parent.is_dir():  # never created: a mistyped path would start a new history
+                raise HistoryError(f"history {path}: folder {path.parent} does not exist")
             db = sqlite3.connect(path, timeout=lock_wait_s, isolation_level=None)
             db.execute("PRAGMA foreign_keys = ON")
             mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]

@@ -92,7 +92,8 @@ def audit(given: Mapping[str, Any]) -> AuditOptions | None:
                         flap=FlapRule(changes=given["flap_changes"], window=given["flap_window"]),
                         notify_urls=tuple(given["notify"]), notify_cmd=given["notify_cmd"],
                         renotify_s=parse_duration(renotify) if renotify else None, prom_file=given["prom_file"],
-                        output=given.get("output"), selection=selection(given))
+                        output=given.get("output"), selection=selection(given),
+                        output_format=given.get("output_format"), json_file=given.get("json_file"))
 
 
 # The options that narrow a run to some hosts (the history keeps them with the run, beside the hosts swept).

@@ -165,7 +165,7 @@ AUDIT = _in(AUDIT_PANEL,
           help="Record each run in this SQLite file and say what changed (e.g. history.sqlite in "
                "~/.local/state/gpudiag)."),
     Param(name="keep_days", type=float | None, default=None, decls=("--keep-days",), extra={"metavar": "DAYS"},
-          help="Prune recorded runs older than this many days."),
+          help="Prune recorded runs older than this many days (default 30)."),
     Param(name="history_lock_wait", type=float, default=10.0, decls=("--history-lock-wait",),
           extra={"min": 0.0, "metavar": "S"}, help="Seconds to wait for another run's history write, then exit 3."),
     Param(name="only_changes", type=bool, default=False, decls=("--only-changes",),
@@ -183,7 +183,13 @@ AUDIT = _in(AUDIT_PANEL,
     Param(name="renotify", type=str | None, default=None, decls=("--renotify",), extra={"metavar": "AFTER"},
           help="Send a finding still open again after this long (12h, 30m, 2d)."),
     Param(name="prom_file", type=Path | None, default=None, decls=("--prom-file",), extra={"metavar": "FILE"},
-          help="Write the node_exporter textfile-collector file (PATH.prom, atomically)."),
+          help="Write the node_exporter textfile-collector file (PATH.prom, atomically); a partial run keeps "
+               "the other hosts, marked as carried."),
+    Param(name="output_format", type=OutputFormat | None, default=None, decls=("--output-format",),
+          extra={"metavar": "FORMAT"}, help="The --output file's format (default: --format): e.g. a text mail "
+                                            "on stdout and the JSON in the file."),
+    Param(name="json_file", type=Path | None, default=None, decls=("--json-file",), extra={"metavar": "FILE"},
+          help="Also write the whole report as JSON to this file (the archive beside a short text mail)."),
 )
 SLURM_PARTITION = Param(name="slurm_partition", type=list[str], default=[], decls=("--slurm-partition",),
                         panel=SLURM_PANEL, extra={"metavar": "NAME"},

@@ -120,7 +120,7 @@ def test_what_is_notified() -> None:
 
 
 def test_output_and_quiet_without_history(tmp_path: Path) -> None:
-    out = tmp_path / "sub" / "r.json"
+    out = tmp_path / "r.json"
     outcome = audit(report(), OutputRequest(format=OutputFormat.JSON, quiet=True), AuditOptions(output=out))
     assert (outcome.stdout, outcome.exit_code) == ("", 2)
     assert json.loads(out.read_text())["schema"] == "gpudiag.sweep/3"

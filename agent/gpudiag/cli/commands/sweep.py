@@ -22,13 +22,15 @@ if TYPE_CHECKING:
 @command("sweep")
 def sweep(*, given: Given) -> None:
     """Sweep hosts over SSH, read their GPUs and logs, and report what is wrong."""
+    from gpudiag.audit.outputs import check_outputs
     from gpudiag.audit.scheduled import check_history
     from gpudiag.cli import build, slurm
 
     try:
         request = build.request(given)
-        if request.audit is not None:
-            check_history(request.audit)  # a history that cannot take the run: one line, before any connection
+        if request.audit is not None:  # an output or history that cannot take the run: one line, before any connection
+            check_outputs(request.audit)
+            check_history(request.audit)
         if request.hosts.slurm is not None and not request.demo:  # Slurm gives the hosts: its nodes' states are kept
             selected = selected_hosts(request.hosts)
             report = sweep_selected(request, selected)
