@@ -150,6 +150,30 @@ class History:
             raise HistoryError(f"history {path}: cannot use WAL mode (journal_mode is {mode})")
         return cls(db, path, lock_wait_s)
 
+    @classmethod
+    def open_to_read(cls, path: Path) -> History:
+        """Open an existing history only to read it (``gpudiag history``): one the user may read but not write
+        (a root-owned file, a read-only folder) reads as well. SQLite's read-only mode still wants the WAL's
+        shared-memory file; where the folder cannot hold one it is read as immutable (no writer is running
+        where nobody can write)."""
+        import urllib.parse
+
+        path = path.expanduser()
+        quoted = urllib.parse.quote(str(path.absolute()))
+        last: sqlite3.Error | None = None
+        for flags in ("mode=ro", "mode=ro&immutable=1"):
+            db = None
+            try:
+                db = sqlite3.connect(f"file:{quoted}?{flags}", uri=True, isolation_level=None)
+                db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            except sqlite3.Error as exc:
+                last = exc
+                if db is not None:
+                    db.close()
+                continue
+            return cls(db, path)
+        raise HistoryError(f"history {path}: {last}")
+
     def __enter__(self) -> History:
         return self
 
