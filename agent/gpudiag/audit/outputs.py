@@ -7,7 +7,7 @@ says nothing of what this one found. :func:`check_outputs` looks first: the fold
 path is never created: a new folder would start a new history), it is a folder gpudiag can create a file
 in (tried, not guessed from the mode bits: root on a read-only mount, an ACL), and the file itself is not a
 folder and, for the history, can be opened for writing. Each problem is one
-:class:`~gpudiag.audit.scheduled.AuditConfigError` line naming the file.
+:class:`OutputError` line naming the file.
 """
 
 from __future__ import annotations
@@ -17,10 +17,69 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from gpudiag.audit.scheduled import AuditConfigError, AuditOptions, ReportOutput
 from gpudiag.model import SweepReport
 from gpudiag.report import OutputFormat
+
+
+class OutputError(ValueError):
+    """An output that cannot be written; the message is one line naming it (the CLI: exit 3)."""
+
+
+class Outputs(Protocol):
+    """The files a run writes: :class:`gpudiag.audit.scheduled.AuditOptions` (not imported: it imports this
+    module)."""
+
+    @property
+    def output(self) -> Path | None: ...
+    @property
+    def json_file(self) -> Path | None: ...
+    @property
+    def prom_file(self) -> Path | None: ...
+    @property
+    def history(self) -> Path | None: ...
+    @property
+    def selection(self) -> tuple[str, ...]: ...
+
+
+class ReportOutput(Protocol):
+    """How the report is printed: :class:`gpudiag.cli.request.OutputRequest` (not imported: the request imports
+    the audit modules to check its audit options)."""
+
+    @property
+    def format(self) -> OutputFormat: ...
+    @property
+    def quiet(self) -> bool: ...
+    @property
+    def samples_detail(self) -> bool: ...
+    @property
+    def width(self) -> int: ...
+    @property
+    def fold(self) -> bool: ...
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``PATH.tmp.<pid>``, fsync, rename over ``path``: a reader sees the old file or the new one.
+    The folder must exist (:mod:`gpudiag.audit.outputs` checks it before the sweep): a mistyped path is
+    never created."""
+    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
+    try:
+        with open(tmp, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
 
 
 def _why(exc: OSError) -> str:
@@ -31,15 +90,15 @@ def _why(exc: OSError) -> str:
 def _check_folder(flag: str, path: Path) -> None:
     folder = path.parent
     if not folder.exists():
-        raise AuditConfigError(f"{flag} {path}: folder {folder} does not exist (create it first); "
+        raise OutputError(f"{flag} {path}: folder {folder} does not exist (create it first); "
                                "nothing was swept")
     if not folder.is_dir():
-        raise AuditConfigError(f"{flag} {path}: {folder} is not a folder; nothing was swept")
+        raise OutputError(f"{flag} {path}: {folder} is not a folder; nothing was swept")
     probe = folder / f".{path.name}.gpudiag-check.{os.getpid()}"
     try:
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:
-        raise AuditConfigError(f"{flag} {path}: cannot create a file in {folder} ({_why(exc)}); "
+        raise OutputError(f"{flag} {path}: cannot create a file in {folder} ({_why(exc)}); "
                                "nothing was swept") from None
     os.close(fd)
     os.unlink(probe)
@@ -47,16 +106,16 @@ def _check_folder(flag: str, path: Path) -> None:
 
 def _check_file(flag: str, path: Path, *, open_it: bool) -> None:
     if path.is_dir():
-        raise AuditConfigError(f"{flag} {path}: is a folder, not a file; nothing was swept")
+        raise OutputError(f"{flag} {path}: is a folder, not a file; nothing was swept")
     if open_it and path.exists():
         try:  # SQLite writes in place: the file itself must open for writing (a mode-444 history, as a user)
             fd = os.open(path, os.O_RDWR)
         except OSError as exc:
-            raise AuditConfigError(f"{flag} {path}: cannot write it ({_why(exc)}); nothing was swept") from None
+            raise OutputError(f"{flag} {path}: cannot write it ({_why(exc)}); nothing was swept") from None
         os.close(fd)
 
 
-def outputs(options: AuditOptions) -> Iterable[tuple[str, Path]]:
+def outputs(options: Outputs) -> Iterable[tuple[str, Path]]:
     """(flag, path) of every file the run will write."""
     for flag, path in (("--output", options.output), ("--json-file", options.json_file),
                        ("--prom-file", options.prom_file), ("--history", options.history)):
@@ -64,14 +123,14 @@ def outputs(options: AuditOptions) -> Iterable[tuple[str, Path]]:
             yield flag, path.expanduser()
 
 
-def check_outputs(options: AuditOptions) -> None:
-    """Before any connection: every output of ``options`` can be written, else :class:`AuditConfigError`
+def check_outputs(options: Outputs) -> None:
+    """Before any connection: every output of ``options`` can be written, else :class:`OutputError`
     (one line naming it: the CLI exits 3 with nothing swept and nothing recorded)."""
     seen: dict[Path, str] = {}
     for flag, path in outputs(options):
         resolved = path.resolve()
         if resolved in seen:
-            raise AuditConfigError(f"{flag} {path}: the same file as {seen[resolved]}; nothing was swept")
+            raise OutputError(f"{flag} {path}: the same file as {seen[resolved]}; nothing was swept")
         seen[resolved] = flag
         _check_folder(flag, path)
         _check_file(flag, path, open_it=flag == "--history")
@@ -110,13 +169,11 @@ class Unwritten:
     report_lost: bool  # the --output file: the report must reach stdout instead
 
 
-def write_outputs(options: AuditOptions, report: SweepReport, *, file_text: str | None,
+def write_outputs(options: Outputs, report: SweepReport, *, file_text: str | None,
                   json_text: str | None) -> Unwritten | None:
     """Write the ``--output`` file, the ``--json-file`` and the ``--prom-file`` (a partial run's merged with
     the hosts the file held: :func:`gpudiag.report.prom_merge.merge_textfile`); the first that fails stops
     the rest and is returned."""
-    from gpudiag.audit.scheduled import write_atomic
-
     report_lost = False
     try:
         if options.output is not None and file_text is not None:
@@ -133,7 +190,7 @@ def write_outputs(options: AuditOptions, report: SweepReport, *, file_text: str 
     return None
 
 
-def _textfile(options: AuditOptions, report: SweepReport) -> str:
+def _textfile(options: Outputs, report: SweepReport) -> str:
     """The textfile for ``report``: a run of some of the hosts (``--limit``, ``--exclude``, ``--shard``, a
     Slurm selection) keeps the other hosts the file held, marked as carried with their last sweep's time."""
     from gpudiag.report.prom_merge import merge_textfile

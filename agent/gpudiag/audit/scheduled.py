@@ -14,14 +14,14 @@ the run is kept and the exit code still says the state of the cluster.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
+from gpudiag.audit.outputs import ReportOutput
 from gpudiag.model import SweepReport
 from gpudiag.model.changes import ChangeSet, ChangeState, FindingChange, FlapRule
 from gpudiag.report import OutputFormat
@@ -38,22 +38,6 @@ EXIT_CANNOT_RUN = 3
 DEFAULT_KEEP_DAYS = 30.0
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNIT_S = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-class ReportOutput(Protocol):
-    """How the report is printed: :class:`gpudiag.cli.request.OutputRequest` (not imported: the request imports
-    this module to check its audit options)."""
-
-    @property
-    def format(self) -> OutputFormat: ...
-    @property
-    def quiet(self) -> bool: ...
-    @property
-    def samples_detail(self) -> bool: ...
-    @property
-    def width(self) -> int: ...
-    @property
-    def fold(self) -> bool: ...
 
 
 class AuditConfigError(ValueError):
@@ -126,27 +110,6 @@ def check(options: AuditOptions, fmt: OutputFormat) -> None:
         targets(options.notify_urls, options.notify_cmd)
     except NotifyConfigError as exc:
         raise AuditConfigError(str(exc)) from None
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``PATH.tmp.<pid>``, fsync, rename over ``path``: a reader sees the old file or the new one.
-    The folder must exist (:mod:`gpudiag.audit.outputs` checks it before the sweep): a mistyped path is
-    never created."""
-    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
-    try:
-        with open(tmp, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
 
 
 def to_send(changes: ChangeSet, last_sent: dict[str, float], renotify_s: float | None,

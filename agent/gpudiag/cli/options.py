@@ -212,7 +212,7 @@ DRAIN = Group(SLURM_PANEL, (
     Param(name="drain_on", type=DrainLevel | None, default=None, decls=("--drain-on",), panel=SLURM_PANEL,
           extra={"metavar": "LEVEL"},
           help="Drain (scontrol) the Slurm nodes with a finding at this level (warning, critical) or worse, or "
-               "whose action is at least this one (watch, restart_workload, reset_gpu, reboot_node, "
+               "whose action is at least this one (watch, restart_workload, reset_gpu, check_node, reboot_node, "
                "drain_and_inspect, replace_gpu). A dry run unless --yes."),
     DRY_RUN,
 ))

@@ -21,7 +21,7 @@ from dataclasses import fields
 
 from gpudiag.model import Action, CheckSettings, Finding, HostReport, HostStatus, Severity, SweepReport
 from gpudiag.model.changes import ChangeSet
-from gpudiag.report.counts import actions_phrase, findings_by_severity, gpus_by_sm, hosts_by_status
+from gpudiag.report.counts import actions_phrase, findings_by_severity, gpus_by_sm, hosts_by_status_words
 from gpudiag.report.escape import html_text as escape  # node text: controls and bidi escaped, then markup
 from gpudiag.report.fold import index_ranges
 from gpudiag.report.html_chart import (
@@ -87,7 +87,7 @@ def _legend(report: SweepReport) -> str:
 
 
 def _summary(report: SweepReport) -> str:
-    statuses = ", ".join(f"{n} {s}" for s, n in hosts_by_status(report).items() if n)
+    statuses = ", ".join(f"{n} {s}" for s, n in hosts_by_status_words(report).items() if n)
     severities = ", ".join(f"{n} {s}" for s, n in findings_by_severity(report).items() if n) or "none"
     gpus = sum(len(h.gpus) for h in report.hosts)
     actions = actions_phrase(report) or "none"

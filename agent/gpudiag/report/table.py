@@ -40,7 +40,7 @@ from gpudiag.report.counts import (
     findings_by_severity,
     gpus_by_sm,
     held_idle,
-    hosts_by_status,
+    hosts_by_status_words,
 )
 from gpudiag.report.evidence import shown_process
 from gpudiag.report.findings_section import SEVERITY_TAGS, findings_section, most_serious_first
@@ -393,7 +393,7 @@ def _summary_section(report: SweepReport, color: bool) -> list[RenderableType]:
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")
     # Text, not str: rich would read "[...]" in a value as markup.
-    grid.add_row(safe_text("hosts"), safe_text(f"{len(report.hosts)}: {_counts(hosts_by_status(report))}"))
+    grid.add_row(safe_text("hosts"), safe_text(f"{len(report.hosts)}: {_counts(hosts_by_status_words(report))}"))
     grid.add_row(safe_text("GPUs"), safe_text(f"{n_gpus}: {_counts(gpus_by_sm(report))}"))
     sources = Counter(power.source for h in report.hosts for g in h.gpus if (power := g.power()) is not None)
     if sources:  # which figure the power column shows (the same one the checks judge)
@@ -490,6 +490,6 @@ def render_summary_line(report: SweepReport) -> str:
     idle = held_idle(report)[0]
     gpus_text = f"{n_gpus} GPUs" + (f" ({idle} held idle)" if idle else "")
     return (
-        f"{len(report.hosts)} hosts ({_counts(hosts_by_status(report))}), {gpus_text}, {findings_text}; "
+        f"{len(report.hosts)} hosts ({_counts(hosts_by_status_words(report))}), {gpus_text}, {findings_text}; "
         f"exit {code}: {EXIT_MEANINGS.get(code, 'unexpected exit code')}"
     )
