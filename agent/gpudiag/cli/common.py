@@ -72,12 +72,22 @@ async def until_signal(start: Callable[[asyncio.Event], Coroutine[Any, Any, T]],
     return await loop.until_signal(start, stopped_by, say=say, again=_exit_at_once)
 
 
+_report_out = [False]  # the report is printed whole: a later signal must not say "without a report"
+
+
+def report_printed() -> None:
+    """Say that the report is out: a second signal from now on exits at once without claiming there was none."""
+    _report_out[0] = True
+
+
 def _exit_at_once(signum: int) -> None:
     """The second signal: exit now, with no report (the nodes end their collectors when the connections drop).
-    On a terminal the progress display, when one is shown, is erased first."""
+    On a terminal the progress display, when one is shown, is erased first. Once the report is printed
+    whole (:func:`report_printed`), the exit says only that (what is left: the notifications)."""
     progress = sys.modules.get("gpudiag.cli.progress")  # not imported: no display was ever shown
     clear = progress.erase_sequence().encode() if progress is not None and os.isatty(2) else b""
-    os.write(2, clear + b"gpudiag: interrupted again; exiting without a report\n")
+    said = b"the report is out; exiting now" if _report_out[0] else b"exiting without a report"
+    os.write(2, clear + b"gpudiag: interrupted again; " + said + b"\n")
     os._exit(128 + signum)
 
 

@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from gpudiag.cli.common import configuration_errors, fail, selected_hosts, sweep_report, sweep_selected
+from gpudiag.cli.common import (
+    configuration_errors,
+    fail,
+    report_printed,
+    selected_hosts,
+    sweep_report,
+    sweep_selected,
+)
 from gpudiag.cli.options import command
 from gpudiag.cli.params import Given
 from gpudiag.report import OutputFormat
@@ -80,6 +87,8 @@ def finish(report: SweepReport, request: SweepRequest, drained: Drained | None =
                     loud=drained is not None and bool(drained.actions))
     if outcome.stdout:
         typer.echo(outcome.stdout)
+        sys.stdout.flush()
+    report_printed()
     if drained is not None and (output.format is not OutputFormat.TABLE or not outcome.report_shown):
         for action in drained.actions:  # said on stderr where stdout does not list them
             typer.echo(f"gpudiag: {action.line}", err=True)
