@@ -22,10 +22,6 @@ def exporter(listen: str = LISTEN, every: float = EVERY, *, given: Given) -> Non
     errors: tuple[type[Exception], ...] = (ExporterError, *configuration_errors())
     try:
         parse_listen(listen)
-        try:
-            import prometheus_client  # noqa: F401
-        except ImportError:
-            raise ExporterError("gpudiag exporter needs prometheus_client: pip install 'gpudiag[exporter]'") from None
         # stream: as for watch, one collector per host stays on its kept connection and answers every refresh.
         request = build.request(given, sweep=build.sweep_options(given, stream=True))
         prepared, demo_plan = prepare_hosts(request, "no hosts to export: give targets, -i INVENTORY or --demo")
