@@ -6,10 +6,11 @@ import typer
 
 from gpudiag.cli.common import configuration_errors, fail, prepare_hosts, run_async
 from gpudiag.cli.options import command
-from gpudiag.cli.params import Given
+from gpudiag.cli.params import Given, finite
 
 LISTEN = typer.Option("127.0.0.1:9835", "--listen", metavar="ADDRESS:PORT", help="Where to serve /metrics.")
-EVERY = typer.Option(30.0, "--every", min=0.0, metavar="S", help="Seconds from one refresh to the next.")
+EVERY = typer.Option(30.0, "--every", min=0.0, metavar="S", callback=finite,
+                      help="Seconds from one refresh to the next.")
 
 
 @command("exporter")

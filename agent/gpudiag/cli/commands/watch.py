@@ -11,7 +11,7 @@ import typer
 
 from gpudiag.cli.common import configuration_errors, fail, prepare_hosts, render_report, run_async, terminal_width
 from gpudiag.cli.options import command
-from gpudiag.cli.params import Given
+from gpudiag.cli.params import Given, finite
 from gpudiag.model.choices import TextFormat
 from gpudiag.report import OutputFormat
 
@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from gpudiag.model import SweepReport
     from gpudiag.sweep.watch import Changes
 
-EVERY = typer.Option(5.0, "--every", min=0.0, metavar="S", help="Seconds from one refresh to the next.")
+EVERY = typer.Option(5.0, "--every", min=0.0, metavar="S", callback=finite,
+                      help="Seconds from one refresh to the next.")
 COUNT = typer.Option(0, "--count", min=0, metavar="N", help="Stop after this many refreshes (0: until Ctrl-C).")
 PLAIN = typer.Option(False, "--plain", metavar="", rich_help_panel="Output",
                      help="Print each refresh below the last (no redraw).")
