@@ -22,8 +22,9 @@ class InputError(ValueError):
     """A file that cannot be read as a report; the message is one line naming it."""
 
 
-def read_bytes(path: Path, limit: int = MAX_REPORT_BYTES) -> bytes:
-    """The bytes of the regular file ``path``, at most ``limit``; :class:`InputError` otherwise."""
+def read_bytes(path: Path, limit: int = MAX_REPORT_BYTES, what: str = "a report of gpudiag's") -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` (more: not ``what``); :class:`InputError`
+    otherwise. Opened without blocking, so that a FIFO is refused, not waited on."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
@@ -33,7 +34,8 @@ def read_bytes(path: Path, limit: int = MAX_REPORT_BYTES) -> bytes:
             raise InputError(f"{path}: not a regular file")
         data = file.read(limit + 1)
     if len(data) > limit:
-        raise InputError(f"{path}: larger than {limit // (1024 * 1024)} MiB; not a report of gpudiag's")
+        size = f"{limit // (1024 * 1024)} MiB" if limit >= 1024 * 1024 else f"{limit // 1024} KiB"
+        raise InputError(f"{path}: larger than {size}; not {what}")
     return data
 
 

@@ -56,21 +56,14 @@ MAX_CONFIG_BYTES = 1024 * 1024  # a config file is a few KB; more is not one (a 
 
 
 def _bytes(path: Path) -> bytes:
-    """The file's bytes: a regular file (a FIFO would hang the read, /dev/zero never end) of at most
-    :data:`MAX_CONFIG_BYTES`; else :class:`ConfigError`."""
-    import stat
+    """The file's bytes (:func:`gpudiag.audit.inputs.read_bytes`: a FIFO would hang the read, /dev/zero never
+    end); :class:`ConfigError` otherwise."""
+    from gpudiag.audit.inputs import InputError, read_bytes
 
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the config file: {(exc.strerror or str(exc)).lower()}") from None
-    with os.fdopen(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ConfigError(f"{path}: not a regular file (a config file is a TOML text file)")
-        data = file.read(MAX_CONFIG_BYTES + 1)
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB; not a config file")
-    return data
+        return read_bytes(path, MAX_CONFIG_BYTES, what="a config file")
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def read(path: Path) -> tuple[dict[str, Any], str]:

@@ -39,7 +39,7 @@ def test_what_is_not_a_report_is_one_line(tmp_path: Path) -> None:
 def test_a_file_past_the_bound_is_not_read_whole(tmp_path: Path) -> None:
     big = tmp_path / "big.json"
     big.write_bytes(b" " * 2048)
-    with pytest.raises(InputError, match="larger than 0 MiB"):
+    with pytest.raises(InputError, match="larger than 1 KiB; not a report of gpudiag.s"):
         read_bytes(big, limit=1024)
 
 

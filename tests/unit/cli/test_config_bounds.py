@@ -20,8 +20,8 @@ def refused(tmp_path: Path, path: Path, why: str, **env: str) -> None:
 def test_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
     fifo = tmp_path / "config.toml"
     os.mkfifo(fifo)
-    refused(tmp_path, fifo, f"{fifo}: not a regular file (a config file is a TOML text file)")
-    refused(tmp_path, fifo, f"{fifo}: not a regular file (a config file is a TOML text file)",
+    refused(tmp_path, fifo, f"{fifo}: not a regular file")
+    refused(tmp_path, fifo, f"{fifo}: not a regular file",
             GPUDIAG_CONFIG=str(fifo))
 
 
@@ -29,14 +29,14 @@ def test_a_device_is_refused() -> None:
     import tempfile
 
     with tempfile.TemporaryDirectory() as home:
-        refused(Path(home), Path("/dev/zero"), "/dev/zero: not a regular file (a config file is a TOML text file)")
+        refused(Path(home), Path("/dev/zero"), "/dev/zero: not a regular file")
 
 
 def test_a_huge_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "big.toml"
     with open(path, "wb") as out:
         out.write(b"# " + b"x" * (2 * 1024 * 1024) + b"\n")
-    refused(tmp_path, path, f"{path}: larger than 1024 KiB; not a config file")
+    refused(tmp_path, path, f"{path}: larger than 1 MiB; not a config file")
 
 
 def test_deep_nesting_bad_utf8_and_inf(tmp_path: Path) -> None:
