@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import os
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
@@ -89,6 +89,34 @@ def _exit_at_once(signum: int) -> None:
     said = b"the report is out; exiting now" if _report_out[0] else b"exiting without a report"
     os.write(2, clear + b"gpudiag: interrupted again; " + said + b"\n")
     os._exit(128 + signum)
+
+
+_terminated = [False]
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """For the commands that run until stopped (watch, exporter): SIGTERM (systemd's stop) ends them as Ctrl-C
+    does, with their "stopped" line, instead of killing them silently; :func:`stop_code` then says 143."""
+    import signal
+
+    def on_term(_signum: int, _frame: object) -> None:
+        _terminated[0] = True
+        raise KeyboardInterrupt
+
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def stop_code() -> int:
+    """The exit code of a command stopped by a signal: 143 after SIGTERM, else 130 (SIGINT)."""
+    return 143 if _terminated[0] else 130
 
 
 def fail(message: str) -> typer.Exit:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from gpudiag.cli.common import configuration_errors, fail, prepare_hosts, run_async
+from gpudiag.cli.common import (
+    configuration_errors,
+    fail,
+    prepare_hosts,
+    run_async,
+    stop_code,
+    terminate_as_interrupt,
+)
 from gpudiag.cli.options import command
 from gpudiag.cli.params import Given, finite
 
@@ -32,17 +39,18 @@ def exporter(listen: str = LISTEN, every: float = EVERY, *, given: Given) -> Non
         typer.echo(line, err=True)
 
     try:
-        if demo_plan is not None:
-            from gpudiag.demo.demo import export_demo
+        with terminate_as_interrupt():  # systemd's stop (SIGTERM) ends it as Ctrl-C does, with its line
+            if demo_plan is not None:
+                from gpudiag.demo.demo import export_demo
 
-            options, planner, nodes = demo_plan
-            run_async(export_demo(options, listen=listen, every_s=every, planner=planner, nodes=nodes,
-                                  connect_timeout_s=request.ssh.connect_timeout_s, announce=announce))
-        elif prepared is not None:
-            run_async(run_exporter(prepared.hosts, open_transport(prepared.ssh), prepared.options,
-                                   plans=prepared.plans, listen=listen, every_s=every, announce=announce))
+                options, planner, nodes = demo_plan
+                run_async(export_demo(options, listen=listen, every_s=every, planner=planner, nodes=nodes,
+                                      connect_timeout_s=request.ssh.connect_timeout_s, announce=announce))
+            elif prepared is not None:
+                run_async(run_exporter(prepared.hosts, open_transport(prepared.ssh), prepared.options,
+                                       plans=prepared.plans, listen=listen, every_s=every, announce=announce))
     except ExporterError as exc:  # the address cannot be listened on
         raise fail(str(exc)) from None
     except KeyboardInterrupt:
         typer.echo("gpudiag: exporter stopped", err=True)
-        raise typer.Exit(130) from None
+        raise typer.Exit(stop_code()) from None

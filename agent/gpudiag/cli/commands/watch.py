@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from gpudiag.cli.common import configuration_errors, fail, prepare_hosts, render_report, run_async, terminal_width
+from gpudiag.cli.common import (
+    configuration_errors,
+    fail,
+    prepare_hosts,
+    render_report,
+    run_async,
+    stop_code,
+    terminal_width,
+    terminate_as_interrupt,
+)
 from gpudiag.cli.options import command
 from gpudiag.cli.params import Given, finite
 from gpudiag.model.choices import TextFormat
@@ -60,7 +69,7 @@ def watch(every: float = EVERY, count: int = COUNT, plain: bool = PLAIN, *, give
             typer.echo(text)
 
     try:
-        with screen if screen is not None else contextlib.nullcontext():
+        with terminate_as_interrupt(), screen if screen is not None else contextlib.nullcontext():
             if demo_plan is not None:
                 from gpudiag.demo.demo import watch_demo
 
@@ -72,5 +81,5 @@ def watch(every: float = EVERY, count: int = COUNT, plain: bool = PLAIN, *, give
                                            plans=prepared.plans, every_s=every, count=count, on_refresh=show))
     except KeyboardInterrupt:
         typer.echo("gpudiag: watch stopped", err=True)
-        raise typer.Exit(130) from None
+        raise typer.Exit(stop_code()) from None
     raise typer.Exit(last.exit_code if last else 0)
