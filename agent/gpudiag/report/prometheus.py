@@ -117,7 +117,7 @@ Labels = tuple[tuple[str, str], ...]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Family:
-    """One metric and its samples: what the text file and ``gpudiag exporter`` (prometheus_client) both show."""
+    """One metric and its samples: what the text file and ``gpudiag exporter`` both show."""
 
     name: str
     help: str
