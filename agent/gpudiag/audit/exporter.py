@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from gpudiag.audit.metrics_server import MetricsPage, MetricsServer
 from gpudiag.model import Host, SweepReport
-from gpudiag.sweep.runner import SweepOptions
+from gpudiag.model.request import SweepOptions
 from gpudiag.sweep.watch import Changes, watch
 from gpudiag.transport.base import Transport
 

@@ -28,8 +28,7 @@ class OutputError(ValueError):
 
 
 class Outputs(Protocol):
-    """The files a run writes: :class:`gpudiag.audit.scheduled.AuditOptions` (not imported: it imports this
-    module)."""
+    """The files a run writes: :class:`gpudiag.model.request.AuditOptions`."""
 
     @property
     def output(self) -> Path | None: ...
@@ -44,8 +43,7 @@ class Outputs(Protocol):
 
 
 class ReportOutput(Protocol):
-    """How the report is printed: :class:`gpudiag.cli.request.OutputRequest` (not imported: the request imports
-    the audit modules to check its audit options)."""
+    """How the report is printed: what this step reads of a :class:`gpudiag.model.request.OutputRequest`."""
 
     @property
     def format(self) -> OutputFormat: ...

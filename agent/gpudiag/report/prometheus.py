@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from gpudiag.model import Action, GpuReading, SweepReport
+from gpudiag.model import Action, GpuReading, JobView, SweepReport
 from gpudiag.model.changes import epoch_of
 from gpudiag.report.escape import safe_lines
 from gpudiag.report.view import ReportView
@@ -87,6 +87,11 @@ METRICS = {
     "gpudiag_host_carried": "1 when this host's samples are carried over from an earlier run (a partial run "
                             "did not sweep it), 0 when the last run swept it.",
     "gpudiag_finding": "An open finding (value: how many share these labels).",
+    "gpudiag_job_gpus": "A job's GPUs that answered the sweep, across its hosts (one series per job).",
+    "gpudiag_job_utilization_ratio": "A job's median GPU utilization over its GPUs, 0-1.",
+    "gpudiag_job_power_limit_ratio": "A job's median power share of the enforced limit over its GPUs, 0-1.",
+    "gpudiag_job_flagged": "1 when a job check flagged the job (JOB_WAITS_ON, JOB_STRAGGLER, "
+                           "GPU_ALLOCATED_IDLE, every GPU waiting), else 0.",
     "gpudiag_run_timestamp_seconds": "When the last sweep started (Unix time).",
     "gpudiag_run_duration_seconds": "How long the last sweep took.",
     "gpudiag_run_exit_code": "The last sweep's exit code: 0 all well, 1 warning, 2 critical.",
@@ -152,12 +157,28 @@ def families(report: SweepReport) -> tuple[Family, ...]:
         ("gpudiag_host_carried", ("host",), tuple(((("host", h.host),), 0) for h in report.hosts)),
         ("gpudiag_finding", finding_labels,
          tuple((tuple(zip(finding_labels, key, strict=True)), n) for key, n in sorted(open_findings.items()))),
+        *_job_rows(report),
         ("gpudiag_run_timestamp_seconds", (), (((), epoch_of(report.started_at)),)),
         ("gpudiag_run_duration_seconds", (), (((), report.duration_s),)),
         ("gpudiag_run_exit_code", (), (((), report.exit_code),)),
     )
     out += [Family(name=name, help=METRICS[name], label_names=names, samples=samples) for name, names, samples in rows]
     return tuple(out)
+
+
+def _job_rows(report: SweepReport) -> tuple[tuple[str, tuple[str, ...], tuple[tuple[Labels, float | int], ...]], ...]:
+    """The jobs' gauges: one series per job, labelled with the job and its user only (never per GPU: a label per
+    GPU multiplies the series, dcgm-exporter#585)."""
+    names = ("job", "user")
+
+    def series(read: Callable[[JobView], float | int | None]) -> tuple[tuple[Labels, float | int], ...]:
+        return tuple(((("job", j.job), ("user", j.user or "")), value)
+                     for j in report.jobs if (value := read(j)) is not None)
+
+    return (("gpudiag_job_gpus", names, series(lambda j: j.gpu_count)),
+            ("gpudiag_job_utilization_ratio", names, series(lambda j: _ratio(j.utilization_pct))),
+            ("gpudiag_job_power_limit_ratio", names, series(lambda j: _ratio(j.power_pct_of_limit))),
+            ("gpudiag_job_flagged", names, series(lambda j: int(j.code is not None))))
 
 
 def render_prometheus(report: SweepReport) -> str:

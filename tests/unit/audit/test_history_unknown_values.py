@@ -12,8 +12,8 @@ from builders import finding, gpu, host_report, sweep
 
 from gpudiag.audit.history import History
 from gpudiag.audit.scheduled import AuditOptions, audit
-from gpudiag.cli.request import OutputRequest
 from gpudiag.model import Action, Severity
+from gpudiag.model.request import OutputRequest
 from gpudiag.report import OutputFormat
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from builders import finding, gpu, host_report, sweep
 
 from gpudiag.audit.scheduled import DEFAULT_KEEP_DAYS, AuditOptions, audit
-from gpudiag.cli.request import OutputRequest
 from gpudiag.model import HostStatus
+from gpudiag.model.request import OutputRequest
 from gpudiag.report import OutputFormat
 
 

@@ -59,9 +59,17 @@ def test_rule_3_a_cancelled_host_and_a_repeat_skip_the_rung() -> None:
     finding("PROBE_INCOMPLETE", Severity.UNKNOWN), finding("MIXED_ARCHITECTURES", Severity.WARNING),
     finding("POWER_LIMIT_REDUCED", Severity.WARNING),
     finding("DRIVER_DRIFT", Severity.WARNING, differs=("gpu_model",)),
+    finding("DRIVER_DRIFT", Severity.WARNING, differs=("driver_version",), clear_majority=True),
+    finding("DRIVER_DRIFT", Severity.WARNING, differs=("driver_version", "vbios_version"), clear_majority=True),
     finding("DRIVER_DRIFT", Severity.WARNING, differs=("driver",), clear_majority=False)])
 def test_rule_4_a_fact_with_no_symptom_is_below_any_reset(fact: Finding) -> None:
     assert action_of(fact).rank < Action.RESTART_WORKLOAD.rank
+
+
+def test_rule_4_the_operator_may_raise_a_host_off_the_expectation() -> None:
+    off = finding("DRIVER_DRIFT", Severity.WARNING, differs=("driver_version",),
+                  operator_action=Action.DRAIN_AND_INSPECT.label)
+    assert action_of(off) is Action.DRAIN_AND_INSPECT
 
 
 @pytest.mark.parametrize("code", ["RECOVERY_ACTION", "ECC_UNCORRECTED", "GPU_LOST", "PCIE_LINK_DEGRADED"])
