@@ -51,28 +51,60 @@ def _environ_value(pid, names, root):
 def split_address(value):
     """("127.0.0.1", 28030) from NCCL_RAS_ADDR's ``host:port`` (``[::1]:port`` for IPv6), or None."""
     host, sep, port = value.strip().rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or len(port) > 5 or any(c not in "0123456789" for c in port) or not 0 < int(port) < 65536:
         return None
     return host.strip("[]"), int(port)
 
 
-def _is_local(host):
-    """Whether ``host`` (an IP literal) is an address of this node: binding to it succeeds only if so."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+def local_addresses(net="/proc/net"):
+    """The IP addresses of this node's interfaces, read once from the kernel's own tables: IPv4 from
+    ``fib_trie`` (each ``/32 host LOCAL`` entry), IPv6 from ``if_inet6``. Not a ``bind()`` test: with
+    ``net.ipv4.ip_nonlocal_bind=1`` a bind succeeds for any address, so a job's NCCL_RAS_ADDR could send the
+    collector (often root) to 10.1.2.3 or 8.8.8.8."""
+    import ipaddress
+
+    found = set()
     try:
-        probe = socket.socket(family, socket.SOCK_STREAM)
+        with open(os.path.join(net, "fib_trie")) as f:
+            last = None
+            for line in f.read(4 * 1024 * 1024).splitlines():
+                text = line.strip()
+                if text.startswith(("|--", "+--")):
+                    last = text[3:].strip().split("/")[0]
+                elif text == "/32 host LOCAL" and last:
+                    try:
+                        found.add(ipaddress.ip_address(last))
+                    except ValueError:
+                        pass
     except OSError:
-        return False
+        pass
     try:
-        probe.bind((host, 0))
-        return True
+        with open(os.path.join(net, "if_inet6")) as f:
+            for line in f.read(1024 * 1024).splitlines():
+                cells = line.split()
+                if cells and len(cells[0]) == 32:
+                    try:
+                        found.add(ipaddress.IPv6Address(int(cells[0], 16)))
+                    except ValueError:
+                        pass
     except OSError:
-        return False
-    finally:
-        probe.close()
+        pass
+    return found
 
 
-def address(pids, root):
+def _is_local(host, net="/proc/net"):
+    """Whether ``host`` is an IP literal (ASCII digits only: ``２２７.0.1.5`` is none) of this node's
+    interfaces. A name is never resolved: nothing to rebind between a check and the connection."""
+    import ipaddress
+
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return ip in local_addresses(net)
+
+
+def address(pids, root, net="/proc/net"):
     """Where to ask: (host, port, where that came from, note or None). The port (and a local host) from the
     first readable NCCL_RAS_ADDR among the GPU processes' environments, else localhost:28028; a process with
     NCCL_RAS_ENABLE=0 says RAS is off there. Never a host that is not this node's."""
@@ -89,7 +121,7 @@ def address(pids, root):
         where = "NCCL_RAS_ADDR of pid %s" % pid
         if host.lower() in _LOOPBACK_NAMES:
             return ("::1" if host == "::1" else "127.0.0.1"), port, where, None
-        if all(c in "0123456789abcdefABCDEF.:" for c in host) and _is_local(host):
+        if _is_local(host, net):
             return host, port, where, None
         return "127.0.0.1", port, where, "NCCL_RAS_ADDR names %s, not an address of this node: asked localhost" \
             % host[:80]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from counting_listener import listener  # noqa: F401 (a fixture: a port that must not be contacted)
 from loopback import (
     EXTRA_HEALTHY_HOSTS,
     NO_NVIDIA_SMI,

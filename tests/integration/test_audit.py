@@ -54,6 +54,7 @@ def test_run_record_change_resolve_and_notify(small_cluster, tmp_path: Path, web
     cluster, hosts_json = small_cluster
     play(hosts_json, NODES)
     history = tmp_path / "state" / "history.sqlite"
+    history.parent.mkdir()  # the folder must exist: gpudiag never creates it (issue 30)
     received_by_cmd = tmp_path / "cmd.jsonl"
     # argv, no shell: the quotes group the program text as one argument, as a shell would
     append = 'import sys; open(sys.argv[1], "a").write(sys.stdin.read().replace(chr(10), "") + chr(10))'

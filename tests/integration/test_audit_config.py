@@ -33,6 +33,7 @@ def _cron_args(config: Path) -> list[str]:
 
 def test_the_cron_line_runs_the_audit_from_its_config_file(tmp_path: Path) -> None:
     state = tmp_path / "state"
+    state.mkdir()
     config = tmp_path / "audit.toml"
     config.write_text(f"""
 [sweep]
@@ -68,4 +69,29 @@ def test_a_bad_key_in_the_cron_config_is_one_line(tmp_path: Path) -> None:
     config.write_text('[sweep]\ndemo = true\nhistroy = "h.sqlite"\n')
     done = cli(*_cron_args(config), home=tmp_path)
     assert (done.returncode, done.stdout) == (3, "")
-    assert done.stderr == f"gpudiag: {config}:3: [sweep] histroy: unknown key\n"
+    assert done.stderr.startswith(f"gpudiag: {config}:3: [sweep] histroy: unknown key; did you mean history?; "
+                                  "known: ") and done.stderr.count("\n") == 1
+
+
+def test_the_contrib_config_mails_short_text_and_keeps_the_json(tmp_path: Path) -> None:
+    """contrib/audit.toml's [sweep] on the demo (issue 30 #3): the first run's mail (stdout) is the changed
+    findings as text lines, not 40 KB of JSON, and the whole report is kept as JSON in the --output file."""
+    import tomllib
+
+    state = tmp_path / "state"
+    state.mkdir()
+    keys = tomllib.loads((REPO / "contrib" / "audit.toml").read_text())["sweep"]
+    assert keys["only-changes"] is True and "format" not in keys and keys["output-format"] == "json"
+    paths = {"history": state / "history.sqlite", "prom-file": state / "gpudiag.prom", "output": state / "last.json"}
+    config = tmp_path / "audit.toml"
+    config.write_text("[sweep]\ndemo = true\nsamples = 1\ninterval = 0\n" + "".join(
+        f'{key} = {json.dumps(str(paths.get(key, value)) if key in paths else value)}\n'
+        for key, value in keys.items() if key != "log"))
+    done = cli(*_cron_args(config), home=tmp_path)
+    assert done.returncode == 2, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("gpudiag ") and " new, 0 resolved" in lines[0]
+    assert all(line.startswith(("NEW ", "  ")) for line in lines[1:]) and len(done.stdout) < 8000
+    assert json.loads((state / "last.json").read_text())["schema"].startswith("gpudiag.sweep/")
+    again = cli(*_cron_args(config), home=tmp_path)
+    assert (again.returncode, again.stdout) == (2, ""), again.stderr  # nothing changed: no mail

@@ -22,6 +22,17 @@ from gpudiag.transport.ssh import SshOptions, SshTransport
 pytestmark = pytest.mark.integration
 
 
+def user_named(uid: int) -> str:
+    """How the collector names ``uid`` on this machine (the stub node runs here): its account's name, or
+    ``uid N`` where it has none. A shared machine may well have an account for 1001."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
 def sweep_one(host, options: SweepOptions) -> HostReport:  # type: ignore[no-untyped-def]
     transport = SshTransport(SshOptions(connect_timeout_s=5.0, ssh_config=[]))
     (report,) = asyncio.run(sweep([host], transport, options)).hosts
@@ -51,7 +62,8 @@ def test_case_study_node_gets_its_log_found_by_itself(sshd_cluster, source: str)
     assert busy.evidence["sm_activity"].startswith("SM activity not available")
 
     table = render(SweepReport(started_at="x", duration_s=1.0, hosts=(host,)), "table", ReportView(width=200))
-    assert re.search(r"\n +gpu 0-7 +pid 48213 sglang \(job 81723\), uid 1001, 0% CPU, 89\.6 GiB", table), table
+    owner = re.escape(user_named(1001))  # the node is this machine: its account for uid 1001, if it has one
+    assert re.search(rf"\n +gpu 0-7 +pid 48213 sglang \(job 81723\), {owner}, 0% CPU, 89\.6 GiB", table), table
     assert re.search(r"\n +log +\S+sglang-glm5\.log: found as the stdout and stderr of pid 48213", table), table
 
 

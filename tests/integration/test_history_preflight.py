@@ -6,55 +6,19 @@ and printed no report."""
 
 from __future__ import annotations
 
-import socket
 import sqlite3
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from cli_run import run_cli
+from counting_listener import CountingListener
 from history_files import damage_a_page, recorded_history
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
-
-
-@dataclass
-class CountingListener:
-    port: int
-    accepted: int = 0
-
-
-@pytest.fixture()
-def listener() -> Iterator[CountingListener]:
-    """A TCP port that counts the connections it accepts (and closes them): an SSH target that must not be
-    contacted."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    server.settimeout(0.2)
-    counting = CountingListener(port=server.getsockname()[1])
-    stop = threading.Event()
-
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                server.accept()[0].close()
-            except OSError:
-                continue
-            counting.accepted += 1
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield counting
-    stop.set()
-    thread.join()
-    server.close()
 
 
 def sweep(listener: CountingListener, history: Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -105,6 +69,7 @@ def test_a_missing_table(listener: CountingListener, tmp_path: Path) -> None:
 
 def test_a_good_file_sweeps(listener: CountingListener, tmp_path: Path) -> None:
     """The check itself contacts nothing and refuses nothing: a new file and a recorded one both sweep."""
+    (tmp_path / "new").mkdir()
     for history in (tmp_path / "new" / "h.sqlite", recorded_history(tmp_path / "h.sqlite")):
         before = listener.accepted
         done = sweep(listener, history)

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import time
 from pathlib import Path
@@ -103,3 +104,49 @@ def test_the_port_comes_from_the_gpu_processes_environment(tmp_path: Path) -> No
                                              ("h:99999", None)])
 def test_nccl_ras_addr_is_read_as_nccl_reads_it(value: str, expected: object) -> None:
     assert nccl_ras.split_address(value) == expected
+
+
+FIB_TRIE = """Main:
+  +-- 0.0.0.0/0 3 0 5
+     |-- 0.0.0.0
+        /0 universe UNICAST
+     +-- 10.0.0.0/8 2 0 2
+        |-- 10.0.0.0
+           /8 link UNICAST
+        |-- 10.0.0.7
+           /32 host LOCAL
+        |-- 10.1.2.3
+           /32 link UNICAST
+Local:
+  +-- 127.0.0.0/8 2 0 2
+     |-- 127.0.0.1
+        /32 host LOCAL
+"""
+
+
+def test_locality_comes_from_the_interface_addresses_not_a_bind(tmp_path: Path) -> None:
+    """Issue 30, fault matrix #3: "is it local" was a bind(), which succeeds for any address where
+    net.ipv4.ip_nonlocal_bind=1: a job's NCCL_RAS_ADDR sent the collector (often root) to 10.1.2.3 or 8.8.8.8.
+    Now the kernel's own address tables decide, once, and a name is never resolved."""
+    net = tmp_path / "net"
+    net.mkdir()
+    (net / "fib_trie").write_text(FIB_TRIE)
+    (net / "if_inet6").write_text("fe800000000000000000000000000007 02 40 20 80     eth0\n")
+    procs = tmp_path / "proc"
+    for pid, addr in enumerate(("10.0.0.7:28030", "10.1.2.3:28030", "8.8.8.8:53", "[fe80::7]:28030",
+                                "２２７.0.0.7:28030", "cafe:28030", "10.0.0.7:２８０３０"), start=20):
+        write_environ(procs, pid, NCCL_RAS_ADDR=addr)
+    assert {str(a) for a in nccl_ras.local_addresses(str(net))} == {"10.0.0.7", "127.0.0.1", "fe80::7"}
+
+    def asked(pid: int) -> tuple[object, object]:
+        host, port, _, _ = nccl_ras.address([pid], str(procs), str(net))
+        return host, port
+
+    assert asked(20) == ("10.0.0.7", 28030)  # an address of this node's (a bind would have said so too)
+    assert asked(21) == ("127.0.0.1", 28030)  # on the node's network, not its own: never asked
+    assert asked(22) == ("127.0.0.1", 53)
+    assert asked(23) == ("fe80::7", 28030)
+    assert asked(24) == ("127.0.0.1", 28030)  # fullwidth digits are no address (it connected to 227.0.0.7)
+    assert asked(25) == ("127.0.0.1", 28030)  # a name: not resolved at all
+    assert asked(26) == ("127.0.0.1", 28028)  # a fullwidth port is no port: the default
+    assert ipaddress.ip_address("127.0.0.1") in nccl_ras.local_addresses()  # this machine's own tables

@@ -128,7 +128,7 @@ def test_install_and_sweep_the_demo(installed: subprocess.CompletedProcess[str])
     out = installed.stdout
     for word in ("sglang-glm5", "BUSY_LOW_POWER", "LOG_EXPECTED_ABSENT", "train-h200-05", "HOST_UNREACHABLE"):
         assert word in out
-    assert "hosts     6: 5 ok, 1 unreachable" in out and out.rstrip().endswith("exit 2: critical findings")
+    assert "hosts     6: 5 answered, 1 unreachable" in out and out.rstrip().endswith("exit 2: critical findings")
 
 
 def test_the_test_command(node: Node, installed: subprocess.CompletedProcess[str]) -> None:
@@ -159,14 +159,14 @@ def _version_and_help(node: Node, done: subprocess.CompletedProcess[str]) -> Non
 def _merged(node: Node, done: subprocess.CompletedProcess[str]) -> None:
     # "one report of both, and one exit code (2: a node does not answer)"
     assert done.returncode == 2, done.stderr
-    assert "hosts     6: 5 ok, 1 unreachable" in done.stdout and "train-h200-05" in done.stdout
+    assert "hosts     6: 5 answered, 1 unreachable" in done.stdout and "train-h200-05" in done.stdout
 
 
 def _watched(node: Node, done: subprocess.CompletedProcess[str]) -> None:
     # "the live view, two refreshes"
     refreshes = [line for line in done.stdout.splitlines() if line.startswith("refresh ")]
     assert [r.split(" at ")[0] for r in refreshes] == ["refresh 1/2", "refresh 2/2"], done.stdout[-2000:]
-    assert all("6 hosts (5 ok, 1 unreachable)" in r for r in refreshes) and "unexpected" not in done.stdout
+    assert all("6 hosts (5 answered, 1 unreachable)" in r for r in refreshes) and "unexpected" not in done.stdout
     assert done.returncode == 2, done.stderr
 
 

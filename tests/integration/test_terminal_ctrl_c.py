@@ -63,5 +63,11 @@ def test_a_second_ctrl_c_exits_at_once_without_a_report(sshd_cluster, tmp_path: 
                      again_every_s=0.005)
 
     assert run.exit_code == 130, run.text
-    assert "Summary" not in run.text and "interrupted again; exiting without a report" in run.text
+    # Where the second ^C lands depends on the machine's load: while the first is handled (no report), or, on a
+    # busy machine, after the report is out. Either way the line says the truth: never the whole report followed
+    # by "exiting without a report" (3 runs of 3 on a fresh clone said both).
+    without = "interrupted again; exiting without a report" in run.text
+    after = "interrupted again; the report is out; exiting now" in run.text
+    assert without != after, run.text
+    assert ("Summary" in run.text) == after and ("exit 130" in run.text) == after, run.text
     assert process_ended(int(pid_file.read_text()), wait_s=10.0), "the hung nvidia-smi still runs on the node"

@@ -124,7 +124,8 @@ def stored_readings(text: str) -> dict[str, object]:
 
 
 class History:
-    """One history file. Open with :meth:`open` (creates the folder and the file), use as a context manager."""
+    """One history file. Open with :meth:`open` (creates the file, in a folder that exists), use as a context
+    manager."""
 
     def __init__(self, db: sqlite3.Connection, path: Path, lock_wait_s: float = DEFAULT_LOCK_WAIT_S) -> None:
         self._db = db
@@ -135,7 +136,8 @@ class History:
     def open(cls, path: Path, *, lock_wait_s: float = DEFAULT_LOCK_WAIT_S) -> History:
         path = path.expanduser()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.parent.is_dir():  # never created: a mistyped path would start a new history
+                raise HistoryError(f"history {path}: folder {path.parent} does not exist")
             db = sqlite3.connect(path, timeout=lock_wait_s, isolation_level=None)
             db.execute("PRAGMA foreign_keys = ON")
             mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -147,6 +149,30 @@ class History:
             db.close()
             raise HistoryError(f"history {path}: cannot use WAL mode (journal_mode is {mode})")
         return cls(db, path, lock_wait_s)
+
+    @classmethod
+    def open_to_read(cls, path: Path) -> History:
+        """Open an existing history only to read it (``gpudiag history``): one the user may read but not write
+        (a root-owned file, a read-only folder) reads as well. SQLite's read-only mode still wants the WAL's
+        shared-memory file; where the folder cannot hold one it is read as immutable (no writer is running
+        where nobody can write)."""
+        import urllib.parse
+
+        path = path.expanduser()
+        quoted = urllib.parse.quote(str(path.absolute()))
+        last: sqlite3.Error | None = None
+        for flags in ("mode=ro", "mode=ro&immutable=1"):
+            db = None
+            try:
+                db = sqlite3.connect(f"file:{quoted}?{flags}", uri=True, isolation_level=None)
+                db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            except sqlite3.Error as exc:
+                last = exc
+                if db is not None:
+                    db.close()
+                continue
+            return cls(db, path)
+        raise HistoryError(f"history {path}: {last}")
 
     def __enter__(self) -> History:
         return self
@@ -321,9 +347,9 @@ class History:
         status = dict(self._db.execute("SELECT host, status FROM hosts WHERE run_id = ?", (run_id,)).fetchall())
         action = "action" if self.version() >= 4 else "NULL"
         findings = tuple(
-            OpenFinding(fingerprint=fp, code=code, severity=Severity.from_label(sev), host=host, gpu=gpu,
-                        gpu_key=gpu_key, summary=summary, since=since, runs=runs, carried=bool(carried),
-                        action=Action.from_label(needed) if needed else Action.NONE)
+            OpenFinding(fingerprint=str(fp), code=str(code), severity=_severity(sev), host=str(host), gpu=gpu,
+                        gpu_key=str(gpu_key), summary=str(summary), since=str(since), runs=_count(runs),
+                        carried=bool(carried), action=_action(needed) if needed else Action.NONE)
             for fp, code, sev, host, gpu, gpu_key, summary, since, runs, carried, needed in self._db.execute(
                 "SELECT fingerprint, code, severity, host, gpu_index, gpu_key, summary, since, runs, carried, "
                 f"{action} FROM findings WHERE run_id = ? ORDER BY fingerprint", (run_id,)))
@@ -345,7 +371,7 @@ class History:
                         "SELECT DISTINCT f.host, f.gpu_key, f.action, f.since FROM findings f JOIN runs r "
                         "ON r.id = f.run_id WHERE r.started_at_s >= ? AND f.action IS NOT NULL AND f.gpu_key != ? "
                         f"AND f.host IN ({','.join('?' * len(chunk))})", (since_s, NO_GPU, *chunk)):
-                    times.setdefault((host, gpu_key, Action.from_label(action)), set()).add(since)
+                    times.setdefault((host, gpu_key, _action(action)), set()).add(str(since))
         for f in compare(report, self._past(1, hosts)).open_findings:
             if f.gpu_key != NO_GPU and not f.carried:
                 times.setdefault((f.host, f.gpu_key, f.needed or f.action), set()).add(f.since)
@@ -414,6 +440,32 @@ class History:
                         "gpu": index, "readings": stored_readings(readings) if readings else None,
                         "findings": findings})
         return out
+
+
+# Rows a newer gpudiag wrote may hold words this version does not know (a rung added to the ladder, a new
+# severity): they read as the nearest word it knows, so that the run after the sweep never loses its report.
+
+
+def _action(word: object) -> Action:
+    """An action word of a row; one this version does not know reads as WATCH (look at it: a newer gpudiag
+    asked for something), never as a reset or a drain on a word not understood."""
+    try:
+        return Action.from_label(str(word))
+    except ValueError:
+        return Action.WATCH
+
+
+def _severity(word: object) -> Severity:
+    """A severity word of a row; one this version does not know reads as UNKNOWN (never hidden as ok)."""
+    try:
+        return Severity.from_label(str(word))
+    except ValueError:
+        return Severity.UNKNOWN
+
+
+def _count(value: object) -> int:
+    """A run count of a row; anything but a whole number of at least 1 reads as 1 (this run's)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
 
 
 def _translate(exc: sqlite3.OperationalError, path: Path, wait_s: float) -> HistoryError:

@@ -14,18 +14,18 @@ the run is kept and the exit code still says the state of the cluster.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
+from gpudiag.audit.outputs import ReportOutput
 from gpudiag.model import SweepReport
 from gpudiag.model.changes import ChangeSet, ChangeState, FindingChange
 from gpudiag.model.report import EXIT_CANNOT_RUN
-from gpudiag.model.request import AuditOptions
+from gpudiag.model.request import DEFAULT_KEEP_DAYS, AuditOptions
 from gpudiag.report import OutputFormat
 
 if TYPE_CHECKING:
@@ -35,21 +35,6 @@ if TYPE_CHECKING:
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNIT_S = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-class ReportOutput(Protocol):
-    """How the report is printed: what this step reads of a :class:`gpudiag.model.request.OutputRequest`."""
-
-    @property
-    def format(self) -> OutputFormat: ...
-    @property
-    def quiet(self) -> bool: ...
-    @property
-    def samples_detail(self) -> bool: ...
-    @property
-    def width(self) -> int: ...
-    @property
-    def fold(self) -> bool: ...
 
 
 class AuditConfigError(ValueError):
@@ -94,33 +79,14 @@ def check(options: AuditOptions, fmt: OutputFormat) -> None:
         raise AuditConfigError(f"--keep-days {options.keep_days:g}: expected a number of days above 0")
     if fmt is OutputFormat.HTML and options.output is None:
         raise AuditConfigError("--format html writes a file: give --output FILE")
+    if options.output_format is not None and options.output is None:
+        raise AuditConfigError("--output-format is the --output file's format: give --output FILE")
     if options.prom_file is not None and options.prom_file.suffix != ".prom":
         raise AuditConfigError(f"--prom-file {options.prom_file}: node_exporter reads only *.prom files")
     try:
         targets(options.notify_urls, options.notify_cmd)
     except NotifyConfigError as exc:
         raise AuditConfigError(str(exc)) from None
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``PATH.tmp.<pid>``, fsync, rename over ``path``: a reader sees the old file or the new one.
-    The folder is created when missing (a first run from cron)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
-    try:
-        with open(tmp, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
 
 
 def to_send(changes: ChangeSet, last_sent: dict[str, float], renotify_s: float | None,
@@ -166,6 +132,27 @@ def _render(report: SweepReport, output: ReportOutput, changes: ChangeSet | None
                       findings_only=output.quiet and options.output is None, samples_detail=output.samples_detail,
                       changes=changes, run_id=run_id, flap=options.flap, trends=trends, extra=extra or {}, tail=tail)
     return render(report, output.format, view)
+
+
+def _texts(report: SweepReport, output: ReportOutput, changes: ChangeSet | None, run_id: int | None,
+           options: AuditOptions, color: bool, history: History | None,
+           extra: Mapping[str, object] | None, tail: str) -> tuple[str, str | None, str | None]:
+    """(the text for stdout, the ``--output`` file's in ``--output-format``, the ``--json-file``'s): each
+    rendered once, the same one reused where two formats agree."""
+    from gpudiag.audit.outputs import FileFormat
+
+    text = _render(report, output, changes, run_id, options, color, history, extra, tail)
+    by_format = {output.format: text}
+
+    def rendered(fmt: OutputFormat) -> str:
+        if fmt not in by_format:
+            by_format[fmt] = _render(report, FileFormat(output, fmt), changes, run_id, options, False, history,
+                                     extra, tail)
+        return by_format[fmt]
+
+    file_text = rendered(options.output_format or output.format) if options.output is not None else None
+    json_text = rendered(OutputFormat.JSON) if options.json_file is not None else None
+    return text, file_text, json_text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -229,37 +216,35 @@ def prepare(report: SweepReport, output: ReportOutput, options: AuditOptions, *,
     try:
         if options.history is not None:
             history = History.open(options.history, lock_wait_s=options.lock_wait_s)
-            recorded = history.record(report, flap=options.flap, keep_days=options.keep_days, now_s=clock(),
+            keep_days = options.keep_days if options.keep_days is not None else DEFAULT_KEEP_DAYS
+            recorded = history.record(report, flap=options.flap, keep_days=keep_days, now_s=clock(),
                                       selection=options.selection)
             changes, run_id = recorded.changes, recorded.run_id
             from gpudiag.audit.streaks import with_streaks
 
             report = with_streaks(report, changes)  # a GPU held idle says for how long (runs and hours)
-        text = _render(report, output, changes, run_id, options, color, history, extra, tail)
+        texts = _texts(report, output, changes, run_id, options, color, history, extra, tail)
         pending = _pending(changes, history, run_id, options, clock) if history is not None else None
     except HistoryError as exc:
         lost = str(exc) if "not recorded" in str(exc) else f"{exc}; this run was not recorded"
         changes, run_id, pending = None, None, None
-        text = _render(report, output, None, None, options, color, None, extra, tail)
+        texts = _texts(report, output, None, None, options, color, None, extra, tail)
     finally:
         if history is not None:
             history.close()
-    try:
-        if options.output is not None:
-            write_atomic(options.output, text + "\n")
-        if options.prom_file is not None:
-            from gpudiag.report.prometheus import render_prometheus
+    from gpudiag.audit.outputs import write_outputs
 
-            write_atomic(options.prom_file, render_prometheus(report))
-    except OSError as exc:
-        return AuditOutcome(stdout="", stderr=(*([lost] if lost else ()),
-                                               f"cannot write {exc.filename}: {exc.strerror}"),
-                            exit_code=EXIT_CANNOT_RUN)
+    unwritten = write_outputs(options, report, file_text=texts[1], json_text=texts[2])
     code = report.exit_code
     shown = False
+    text = texts[0]
     if options.only_changes and lost is None:
         document = pending.document if pending is not None else None
         stdout = _only_changes(changes, document, output.format, options, output.width) if changes is not None else ""
+    elif unwritten is not None and unwritten.report_lost:
+        # The file did not take the report (a full disk after the sweep): it goes to stdout, so that what the
+        # history recorded is what the operator sees.
+        stdout, shown = text, True
     elif output.quiet and (options.output is not None or (code == 0 and not loud and lost is None)):
         stdout = ""
     elif options.output is not None:
@@ -270,9 +255,9 @@ def prepare(report: SweepReport, output: ReportOutput, options: AuditOptions, *,
         stdout = f"wrote {options.output}: {render_summary_line(report)}"
     else:
         stdout, shown = text, True
-    return AuditOutcome(stdout=stdout, stderr=(lost,) if lost else (),
-                        exit_code=EXIT_CANNOT_RUN if lost else code, run_id=run_id, changes=changes,
-                        notified=pending.notified if pending is not None else (), report_shown=shown,
+    said = tuple(line for line in (lost, unwritten.line if unwritten is not None else None) if line)
+    return AuditOutcome(stdout=stdout, stderr=said, exit_code=EXIT_CANNOT_RUN if said else code, run_id=run_id,
+                        changes=changes, notified=pending.notified if pending is not None else (), report_shown=shown,
                         pending=pending.notification if pending is not None else None)
 
 

@@ -169,7 +169,7 @@ def _status_line(line: bytes) -> tuple[int, str]:
     """``HTTP/1.1 503 Service Unavailable`` → (503, "Service Unavailable")."""
     version, _, rest = line.decode("latin-1").strip().partition(" ")
     code, _, reason = rest.partition(" ")
-    if not version.startswith("HTTP/") or len(code) != 3 or not code.isdigit():
+    if not version.startswith("HTTP/") or len(code) != 3 or not (code.isascii() and code.isdigit()):
         shown = line[:60].decode("latin-1").encode("unicode_escape").decode()
         raise WebhookError(f"not an HTTP answer: {shown!r}")
     return int(code), reason.strip()

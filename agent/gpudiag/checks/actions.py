@@ -116,6 +116,9 @@ ACTIONS: Mapping[str, Rule] = {
     "PERSISTENCE_OFF": Action.NONE,
     # the fleet
     "DRIVER_DRIFT": _drift,
+    # a node that did not answer: someone looks at it (console, BMC), above any reset, so that the alert on
+    # gpudiag_host_action >= 3 fires on a dead node
+    "HOST_UNREACHABLE": Action.CHECK_NODE,
     # a job across its nodes: look at the rank the others wait on, or the slow one (its own findings, if any,
     # carry what the GPU needs); a GPU given to a job that does not use it: its owner releases it
     "JOB_WAITS_ON": Action.WATCH,
@@ -123,7 +126,6 @@ ACTIONS: Mapping[str, Rule] = {
     # what gpudiag could not read: nothing is known to be wrong with the GPUs
     "NVIDIA_SMI_MISSING": Action.NONE,
     "PROBE_INCOMPLETE": Action.NONE,
-    "HOST_UNREACHABLE": Action.NONE,
     "HOST_CANCELLED": Action.NONE,
     "LOG_UNREADABLE": Action.NONE,
     # logs

@@ -43,13 +43,51 @@ def say(line: str) -> None:
     typer.echo(f"gpudiag: {line}", err=True)
 
 
+_report_out = [False]  # the report is printed whole: a later signal must not say "without a report"
+
+
+def report_printed() -> None:
+    """Say that the report is out: a second signal from now on exits at once without claiming there was none."""
+    _report_out[0] = True
+
+
 def _exit_at_once(signum: int) -> None:
     """The second signal: exit now, with no report (the nodes end their collectors when the connections drop).
-    On a terminal the progress display, when one is shown, is erased first."""
+    On a terminal the progress display, when one is shown, is erased first. Once the report is printed
+    whole (:func:`report_printed`), the exit says only that (what is left: the notifications)."""
     progress = sys.modules.get("gpudiag.cli.progress")  # not imported: no display was ever shown
     clear = progress.erase_sequence().encode() if progress is not None and os.isatty(2) else b""
-    os.write(2, clear + b"gpudiag: interrupted again; exiting without a report\n")
+    said = b"the report is out; exiting now" if _report_out[0] else b"exiting without a report"
+    os.write(2, clear + b"gpudiag: interrupted again; " + said + b"\n")
     os._exit(128 + signum)
+
+
+_terminated = [False]
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """For the commands that run until stopped (watch, exporter): SIGTERM (systemd's stop) ends them as Ctrl-C
+    does, with their "stopped" line, instead of killing them silently; :func:`stop_code` then says 143."""
+    import signal
+
+    def on_term(_signum: int, _frame: object) -> None:
+        _terminated[0] = True
+        raise KeyboardInterrupt
+
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def stop_code() -> int:
+    """The exit code of a command stopped by a signal: 143 after SIGTERM, else 130 (SIGINT)."""
+    return 143 if _terminated[0] else 130
 
 
 def fail(message: str) -> typer.Exit:

@@ -21,6 +21,7 @@ for a host off it; they fill ``--expect`` and ``--expect-action`` of every comma
 from __future__ import annotations
 
 import enum
+import math
 import os
 import re
 import sys
@@ -59,17 +60,35 @@ def _toml() -> Any:
     return tomllib
 
 
-def read(path: Path) -> tuple[dict[str, object], str]:
-    """The file's tables and its text; :class:`ConfigError` for a missing file or a syntax error."""
-    tomllib = _toml()
+MAX_CONFIG_BYTES = 1024 * 1024  # a config file is a few KB; more is not one (a device, a log given by mistake)
+
+
+def _bytes(path: Path) -> bytes:
+    """The file's bytes (:func:`gpudiag.audit.inputs.read_bytes`: a FIFO would hang the read, /dev/zero never
+    end); :class:`ConfigError` otherwise."""
+    from gpudiag.audit.inputs import InputError, read_bytes
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the config file: {exc.strerror or exc}") from None
+        return read_bytes(path, MAX_CONFIG_BYTES, what="a config file")
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def read(path: Path) -> tuple[dict[str, object], str]:
+    """The file's tables and its text; :class:`ConfigError` for a file that is missing, not a regular file,
+    too large, not UTF-8, or not TOML (a leading byte-order mark is allowed, as editors write one)."""
+    tomllib = _toml()
+    data = _bytes(path)
+    try:
+        text = data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     try:
         return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as exc:  # its message says "(at line N, column M)"
         raise ConfigError(f"{path}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to be a config file") from None
 
 
 def _keys(command: Any) -> dict[str, Any]:
@@ -121,20 +140,29 @@ def _fits(kind: str, value: object, choices: tuple[str, ...] | None) -> bool:
         return isinstance(value, bool)
     if kind == "integer":
         return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "number":  # TOML has inf and nan; no option of gpudiag means either
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     return isinstance(value, str) and (choices is None or value in choices)
 
 
 def _checked(tp: object, value: object) -> str | None:
     """Why ``value`` cannot be a parameter of type ``tp``'s (None: it can)."""
     kind, choices, array = _kind(tp)
-    what = f"one of {', '.join(choices)}" if choices else ("an integer" if kind == "integer" else f"a {kind}")
+    what = f"one of {', '.join(choices)}" if choices else {"integer": "an integer", "number": "a finite number"}.get(
+        kind, f"a {kind}")
     if array:
         if not isinstance(value, list) or not all(_fits(kind, v, choices) for v in value):
             return f"expected an array of {kind}s" + (f" ({what})" if choices else "")
         return None
     return None if _fits(kind, value, choices) else f"expected {what}, not {value!r}"
+
+
+def _known(key: str, keys: set[str]) -> str:
+    """ "; did you mean only-changes? known: a, b, ..." for an unknown ``key``."""
+    import difflib
+
+    close = difflib.get_close_matches(key.replace("_", "-"), sorted(keys), n=1)
+    return (f"; did you mean {close[0]}?" if close else "") + (f"; known: {', '.join(sorted(keys))}" if keys else "")
 
 
 def defaults(path: Path, data: Mapping[str, Any], text: str, commands: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -150,7 +178,8 @@ def defaults(path: Path, data: Mapping[str, Any], text: str, commands: Mapping[s
     def put(table: str | None, key: str, value: object, names: list[str]) -> None:
         hits = [n for n in names if key in keyed[n]]
         if not hits:
-            raise refuse(table, key, "unknown key" + (" (no command has such an option)" if table == SHARED else ""))
+            raise refuse(table, key, "unknown key" + (" (no command has such an option)" if table == SHARED else "")
+                         + _known(key, {k for n in names for k in keyed[n] if "_" not in k}))
         for name in hits:
             param = keyed[name][key]
             why = _checked(TYPES.get(name, {}).get(param.name, str), value)
@@ -192,12 +221,21 @@ def defaults(path: Path, data: Mapping[str, Any], text: str, commands: Mapping[s
     return found
 
 
+def _default_if_there() -> Path | None:
+    """:func:`default_path` when it is a file; a folder this user may not look into (``sudo -u`` keeping
+    ``HOME``) is the same as no file, not a traceback."""
+    try:
+        return default_path() if default_path().is_file() else None
+    except OSError:
+        return None
+
+
 def load(ctx: typer.Context, value: Path | None) -> Path | None:
     """``--config``'s callback (eager: before the other options are read): the file's values become this
     command's ``default_map``. A bad file: one line on stderr, exit 3."""
     if ctx.resilient_parsing:
         return value
-    path = value if value is not None else (default_path() if default_path().is_file() else None)
+    path = value if value is not None else _default_if_there()
     if path is None:
         return value
     root = ctx.find_root()

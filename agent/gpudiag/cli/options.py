@@ -290,7 +290,7 @@ AUDIT = _in(AUDIT_PANEL,
                "~/.local/state/gpudiag)."),
     Param(name="keep_days", type=float | None, fills=Setting(AuditOptions, "keep_days"),
           decls=("--keep-days",), extra={"metavar": "DAYS"},
-          help="Prune recorded runs older than this many days."),
+          help="Prune recorded runs older than this many days (default 30)."),
     Param(name="history_lock_wait", type=float, fills=Setting(AuditOptions, "lock_wait_s"),
           decls=("--history-lock-wait",),
           extra={"min": 0.0, "metavar": "S"}, help="Seconds to wait for another run's history write, then exit 3."),
@@ -315,7 +315,15 @@ AUDIT = _in(AUDIT_PANEL,
           help="Send a finding still open again after this long (12h, 30m, 2d)."),
     Param(name="prom_file", type=Path | None, fills=Setting(AuditOptions, "prom_file"),
           decls=("--prom-file",), extra={"metavar": "FILE"},
-          help="Write the node_exporter textfile-collector file (PATH.prom, atomically)."),
+          help="Write the node_exporter textfile-collector file (PATH.prom, atomically); a partial run keeps "
+               "the other hosts, marked as carried."),
+    Param(name="output_format", type=OutputFormat | None, fills=Setting(AuditOptions, "output_format"),
+          decls=("--output-format",), extra={"metavar": "FORMAT"},
+          help="The --output file's format (default: --format): e.g. a text mail on stdout and the JSON in "
+               "the file."),
+    Param(name="json_file", type=Path | None, fills=Setting(AuditOptions, "json_file"),
+          decls=("--json-file",), extra={"metavar": "FILE"},
+          help="Also write the whole report as JSON to this file (the archive beside a short text mail)."),
 )
 SLURM_PARTITION = Param(name="slurm_partition", type=list[str], fills=Setting(SlurmSelection, "partitions", _split),
                         decls=("--slurm-partition",),
@@ -344,7 +352,7 @@ DRAIN = Group(SLURM_PANEL, (
           decls=("--drain-on",), panel=SLURM_PANEL,
           extra={"metavar": "LEVEL"},
           help="Drain (scontrol) the Slurm nodes with a finding at this level (warning, critical) or worse, or "
-               "whose action is at least this one (watch, restart_workload, reset_gpu, reboot_node, "
+               "whose action is at least this one (watch, restart_workload, reset_gpu, check_node, reboot_node, "
                "drain_and_inspect, replace_gpu). A dry run unless --yes."),
     DRY_RUN,
 ))

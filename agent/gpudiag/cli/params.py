@@ -24,6 +24,17 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 
+def finite(value: float | None) -> float | None:
+    """A float option's check: ``nan`` and ``inf`` parse as floats, yet no option means either (``--timeout
+    inf`` was a traceback, ``--connect-timeout nan`` made every host unreachable, ``--busy-util-pct nan``
+    flagged GPUs it should not)."""
+    import math
+
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value}: expected a finite number")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Setting:
     """The field of a request value that an option fills: ``Setting(SweepOptions, "samples")``, and ``parse``
@@ -90,6 +101,8 @@ class Param:
         kwargs: dict[str, Any] = {"help": self.help, "rich_help_panel": self.panel, **self.extra}
         if self.argument:
             return typer.Argument(self.default, **kwargs)
+        if self.type in (float, float | None) and "callback" not in kwargs:
+            kwargs["callback"] = finite
         if self.type in (bool, bool | None) and "metavar" not in kwargs:
             kwargs["metavar"] = ""  # a flag takes no value: no <bool> in the help
         return typer.Option(self.default, *self.decls, **kwargs)

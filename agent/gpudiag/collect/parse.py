@@ -16,8 +16,8 @@ import dataclasses
 import json
 import re
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from gpudiag.collect.kinds import from_number, from_words
 from gpudiag.collect.parse_links import with_links
@@ -31,6 +31,9 @@ from gpudiag.model.arch import arch_name, parse_compute_capability, sm_name
 from gpudiag_node.readings import BY_NAME, PER_SAMPLE, READINGS, Reading, by_smi_field
 from gpudiag_node.rows import cells as row_cells
 from gpudiag_node.wire import BY_SECTION, SCHEMA
+
+T = TypeVar("T")
+_NONE: tuple[Any, ...] = ()  # a section left out: none of its items
 
 
 class ProbeFormatError(ValueError):
@@ -210,13 +213,26 @@ def parse_probe(doc: Mapping[str, object], *, output_truncated: bool = False,
     the configuration echoes its logs held (gpudiag/parse_logs.py).
     """
     claims = Claims()
-    node = with_links(_parse_probe(doc, claims, output_truncated=output_truncated, log_plan=log_plan), doc)
-    excess = claims.problems()
+    lost: list[str] = []
+    node = _parse_probe(doc, claims, output_truncated=output_truncated, log_plan=log_plan, lost=lost)
+    node = _guarded("NVLink section", node, lost, with_links, node, doc)
+    excess = (*claims.problems(), *lost)
     return dataclasses.replace(node, problems=node.problems + excess) if excess else node
 
 
+def _guarded(what: str, default: T, lost: list[str], parse: Callable[..., T], *args: Any) -> T:
+    """``parse(*args)``, or ``default`` with a line in ``lost`` when it raises: one section of what a node
+    sent (untrusted) that no parser foresaw (a RecursionError, an int past Python's digit limit) costs that
+    section, never the host."""
+    try:
+        return parse(*args)
+    except Exception as exc:  # noqa: BLE001 - the one net over a node's sections; the line says what
+        lost.append(f"the node's {what} could not be read ({type(exc).__name__}); left out")
+        return default
+
+
 def _parse_probe(doc: Mapping[str, Any], claims: Claims, *, output_truncated: bool,
-                 log_plan: LogPlan | None) -> NodeReadings:
+                 log_plan: LogPlan | None, lost: list[str]) -> NodeReadings:
     host = mapping(doc.get("host"))
     smi = mapping(doc.get("nvidia_smi"))
     problems = tuple(p[:500] for p in claims.cap([p for p in items(doc.get("problems")) if isinstance(p, str)],
@@ -225,11 +241,15 @@ def _parse_probe(doc: Mapping[str, Any], claims: Claims, *, output_truncated: bo
     common: dict[str, Any] = {"hostname": short(host.get("hostname")), "kernel": short(host.get("kernel")),
                               "output_truncated": output_truncated, "problems": problems,
                               "nvml_unavailable": short(doc.get("nvml_unavailable"), _UNAVAILABLE_CHARS),
-                              "logs": parse_logs(doc.get("logs"), log_plan, claims),
-                              "context": parse_context(doc.get("context")),
-                              "hung_calls": parse_hung(doc.get("hung")),
-                              "nccl_ras": parse_nccl_ras(doc.get("nccl_ras")),
-                              **parse_processes(doc, mapping(doc.get("nvml")), claims)}
+                              "logs": _guarded("log section", _NONE, lost, parse_logs, doc.get("logs"), log_plan,
+                                               claims),
+                              "context": _guarded("context section", None, lost, parse_context,
+                                                  doc.get("context")),
+                              "hung_calls": _guarded("hung-call section", _NONE, lost, parse_hung, doc.get("hung")),
+                              "nccl_ras": _guarded("NCCL RAS section", None, lost, parse_nccl_ras,
+                                                   doc.get("nccl_ras")),
+                              **_guarded("process section", {}, lost, parse_processes, doc,
+                                         mapping(doc.get("nvml")), claims)}
     if doc.get("source") == "nvml" and isinstance(doc.get("nvml"), dict):
         return _parse_nvml(doc["nvml"], common, claims)
     if smi.get("status") == "skipped":  # a log search: the GPUs were not read on purpose
@@ -381,7 +401,7 @@ def parse_dcgm(dmon: str) -> dict[int, dict[str, float]]:
     ratio = Reading("ratio", (), None, 1.0, "number", True, "median", False)
     for line in dmon.splitlines():
         parts = line.split()
-        if len(parts) != 2 + len(_DCGM_FIELDS) or parts[0] != "GPU" or not parts[1].isdigit():
+        if len(parts) != 2 + len(_DCGM_FIELDS) or parts[0] != "GPU" or not (parts[1].isascii() and parts[1].isdigit()):
             continue
         per_gpu = values.setdefault(int(parts[1]), {})
         for name, raw in zip(_DCGM_FIELDS, parts[2:], strict=True):

@@ -29,9 +29,10 @@ MAX_GPUS = 64
 MAX_TEXT = BY_SECTION["nvlink_smi"].bound[0]  # characters of one nvidia-smi nvlink answer read
 COUNTERS = ("crc", "replay", "recovery")
 
-_GPU = re.compile(r"^GPU (\d+):")
-_COUNTER = re.compile(r"Link (\d+): ([A-Za-z ]+?) Errors?: (\d+)")
-_STATE = re.compile(r"Link (\d+): (.*)$")
+# ASCII digits of a sane length (a 5,000-digit counter is past int()'s limit: no reading, not a lost host)
+_GPU = re.compile(r"^GPU ([0-9]{1,4}):")
+_COUNTER = re.compile(r"Link ([0-9]{1,4}): ([A-Za-z ]+?) Errors?: ([0-9]{1,20})(?![0-9])")
+_STATE = re.compile(r"Link ([0-9]{1,4}): (.*)$")
 _NAMES = {"crc": "crc", "crc flit": "crc", "replay": "replay", "recovery": "recovery"}
 
 PerGpu = dict[int, dict[str, dict[int, Any]]]  # gpu → counter or "active" → link → value
@@ -45,7 +46,7 @@ def _counter(value: object) -> int | None:
 def _from_nvml(part: Mapping[str, object]) -> PerGpu:
     out: PerGpu = {}
     for key, gpu in list(part.items())[:MAX_GPUS]:
-        if not (isinstance(key, str) and key.isdigit()):
+        if not (isinstance(key, str) and key.isascii() and key.isdigit() and len(key) < 5):
             continue
         gpu = mapping(gpu)
         values: dict[str, dict[int, object]] = {}

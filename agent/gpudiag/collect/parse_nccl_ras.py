@@ -50,7 +50,7 @@ def parse_nccl_ras(value: object) -> NcclRasStatus | None:
     if raw.get("format") == "json" or answer.lstrip().startswith("{"):
         try:
             doc = json.loads(answer)
-        except ValueError:
+        except (ValueError, RecursionError):  # "[" 200,000 times: any listener on the port can send it
             return NcclRasStatus(answered=False, answer_format="json",
                                  error=error or "its JSON answer could not be read", **common)
         return _from_json(mapping(doc), common)

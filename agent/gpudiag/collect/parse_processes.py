@@ -64,7 +64,7 @@ def parse_processes(doc: Mapping[str, object], nvml: Mapping[str, object],
     procs = mapping(found.get("procs"))
     rows: list[GpuProcess] = []
     for key, listed in per_gpu.items():
-        gpu = integer(int(key)) if isinstance(key, str) and key.isdigit() and len(key) < 5 else None
+        gpu = integer(int(key)) if isinstance(key, str) and key.isascii() and key.isdigit() and len(key) < 5 else None
         if gpu is None:
             continue
         for entry in items(listed):
@@ -77,7 +77,7 @@ def parse_processes(doc: Mapping[str, object], nvml: Mapping[str, object],
                 rows.append(row)
     rows.sort(key=lambda p: (p.gpu, p.pid))
     unlisted = sorted({int(k) for k in list(mapping(nvml.get("processes_errors")))[:64]
-                       if isinstance(k, str) and k.isdigit() and len(k) < 5})
+                       if isinstance(k, str) and k.isascii() and k.isdigit() and len(k) < 5})
     source = short(doc.get("processes_from"), 20)
     if source == "nvidia-smi" and any(isinstance(p, str) and p.startswith(SMI_APPS_FAILED)
                                       for p in items(doc.get("problems"))):

@@ -165,6 +165,35 @@ def _edge(item: tuple[Any, Any], last: bool) -> frozenset[str] | None:
     return None
 
 
+def _chars(item: tuple[Any, Any]) -> frozenset[str] | None:
+    """The characters one fixed item matches (a literal, a set, ``.``), or None for anything else."""
+    op, arg = item
+    return _one_char(op, arg)
+
+
+def _chain(items: list[Any], whole: bool) -> str | None:
+    """Two repeats of one sequence over shared characters with only what the first can also take between
+    them (``X.*Y.*Z``): when the end fails, every place of ``Y`` in the run is tried by each, a power of the
+    line's length (a 3,000-character line used the node's whole 7 s scan budget). A chain that ends the
+    ``whole`` pattern (``X.*Y.*``) is let be: nothing after it can fail."""
+    for i, first in enumerate(items):
+        taken = _edge(first, last=True)
+        if not taken:
+            continue
+        for j in range(i + 1, len(items)):
+            later = _edge(items[j], last=False)
+            if later and later & taken:
+                if whole and j == len(items) - 1:
+                    break
+                return "two quantifiers over the same characters with only what the first also takes between " \
+                       "them (like X.*Y.*Z) try every place of Y in the run: polynomial time on a line that " \
+                       "almost matches; bound one ([^Y]*) or anchor it"
+            between = _chars(items[j])
+            if between is None or not between <= taken:
+                break
+    return None
+
+
 def _why(items: Any, whole: bool = False) -> str | None:
     """The first reason ``items`` may backtrack badly, walking every sequence in it. In the ``whole`` pattern,
     a pair that ends it (``\\s*(.*)``) is let be: nothing after it can fail, so the split is never undone."""
@@ -176,6 +205,9 @@ def _why(items: Any, whole: bool = False) -> str | None:
         if end and start and end & start:
             return "adjacent quantifiers over the same characters (like \\d+\\d+ or .*.*) try every split of a " \
                    "run between them: polynomial time on a line that almost matches"
+    chain = _chain(items, whole)
+    if chain:
+        return chain
     for op, arg in items:
         if op in _REPEATS:
             low, high, body = arg

@@ -23,6 +23,10 @@ class Action(Labelled, enum.Enum):
     WATCH = "watch"  # keep an eye on it: look again next sweep, look at the workload
     RESTART_WORKLOAD = "restart_workload"  # the application faulted; the GPU keeps working
     RESET_GPU = "reset_gpu"  # stop its processes and reset the GPU (nvidia-smi -r)
+    # the node did not answer: nothing is known of its GPUs, and a node nobody watches must alert (rank 4,
+    # above a reset); look at it from its console or BMC, reboot it if it hangs. A host's rung, never a GPU's
+    # need: a repeat of a GPU's need skips it (:meth:`raised`).
+    CHECK_NODE = "check_node"
     REBOOT_NODE = "reboot_node"  # the node needs a reboot (a GPU off the bus, a wedged driver)
     DRAIN_AND_INSPECT = "drain_and_inspect"  # take the node out of service and have someone look at it
     REPLACE_GPU = "replace_gpu"  # the GPU is failing: service or replace it
@@ -33,7 +37,7 @@ class Action(Labelled, enum.Enum):
 
     @property
     def rank(self) -> int:
-        """How far up the ladder: NONE 0 ... REPLACE_GPU 6. Every ordering of actions uses this."""
+        """How far up the ladder: NONE 0 ... REPLACE_GPU 7. Every ordering of actions uses this."""
         return _RANK[self]
 
     @property
@@ -42,8 +46,10 @@ class Action(Labelled, enum.Enum):
         return _NOUN[self]
 
     def raised(self) -> Action:
-        """One step up the ladder (REPLACE_GPU stays itself): what a repeat of the same need asks for."""
-        return _BY_RANK[min(self.rank + 1, len(_BY_RANK) - 1)]
+        """One step up the ladder (REPLACE_GPU stays itself): what a repeat of the same need asks for. A GPU
+        that needed a reset again needs a reboot: CHECK_NODE (a node that did not answer) is skipped."""
+        up = _BY_RANK[min(self.rank + 1, len(_BY_RANK) - 1)]
+        return up.raised() if up is Action.CHECK_NODE else up
 
     def at_least(self, other: Action) -> bool:
         """Whether this action is ``other`` or higher on the ladder."""
@@ -54,7 +60,7 @@ class Action(Labelled, enum.Enum):
 _BY_RANK = tuple(Action)  # declaration order is the ladder's order
 _RANK = {action: rank for rank, action in enumerate(_BY_RANK)}
 _NOUN = {Action.NONE: "nothing", Action.WATCH: "watching", Action.RESTART_WORKLOAD: "a workload restart",
-         Action.RESET_GPU: "a reset", Action.REBOOT_NODE: "a reboot",
+         Action.RESET_GPU: "a reset", Action.CHECK_NODE: "a check of the node", Action.REBOOT_NODE: "a reboot",
          Action.DRAIN_AND_INSPECT: "a drain and inspection", Action.REPLACE_GPU: "a replacement"}
 
 

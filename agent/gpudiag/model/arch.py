@@ -31,7 +31,8 @@ def parse_compute_capability(text: str | None) -> tuple[int, int] | None:
     if not text:
         return None
     major, dot, minor = text.strip().partition(".")
-    if not dot or not major.isdigit() or not minor.isdigit():
+    # ASCII digits only: "²" passes isdigit() and fails int(); a long run is no capability either
+    if not dot or not all(part.isascii() and part.isdigit() and len(part) <= 3 for part in (major, minor)):
         return None
     return int(major), int(minor)
 

@@ -40,6 +40,7 @@ class DrainLevel(str, enum.Enum):
     WATCH = "watch"
     RESTART_WORKLOAD = "restart_workload"
     RESET_GPU = "reset_gpu"
+    CHECK_NODE = "check_node"
     REBOOT_NODE = "reboot_node"
     DRAIN_AND_INSPECT = "drain_and_inspect"
     REPLACE_GPU = "replace_gpu"

@@ -30,6 +30,10 @@ DEFAULT_DEADLINE_S = 30.0
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 DEFAULT_LOGIN_TIMEOUT_S = 10.0
 DEFAULT_LOCK_WAIT_S = 10.0  # the history's (audit/history.py) when opened without a request
+# Runs older than this are pruned unless --keep-days says otherwise: at the contrib's 5-minute cadence a
+# 40-GPU fleet writes about 100 KB a run, so 30 days hold about 0.9 GB; the repeats (7 days) and the HTML
+# trends (30 runs) need far less.
+DEFAULT_KEEP_DAYS = 30.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -132,7 +136,7 @@ class AuditOptions:
     """The scheduled-audit flags of ``gpudiag sweep``, parsed once."""
 
     history: Path | None = None  # --history PATH
-    keep_days: float | None = None  # --keep-days N: prune runs older than this
+    keep_days: float | None = None  # --keep-days N: prune runs older than this (None: DEFAULT_KEEP_DAYS)
     lock_wait_s: float = DEFAULT_LOCK_WAIT_S  # --history-lock-wait S: then one line and exit 3
     only_changes: bool = False  # --only-changes: print only new and resolved findings
     flap: FlapRule = field(default_factory=FlapRule)  # --flap-changes K --flap-window M
@@ -141,6 +145,8 @@ class AuditOptions:
     renotify_s: float | None = None  # --renotify 12h: send a finding still open again after this long
     prom_file: Path | None = None  # --prom-file PATH
     output: Path | None = None  # --output FILE: the report, any format
+    output_format: OutputFormat | None = None  # --output-format: the --output file's format (None: --format)
+    json_file: Path | None = None  # --json-file FILE: also the whole report as JSON (an archive beside a mail)
     # The options that chose the run's hosts, as given ("--exclude", "gpu07", "--shard", "1/4"): kept with the
     # run in the history. Empty: every host of the source.
     selection: tuple[str, ...] = ()

@@ -25,6 +25,16 @@ def hosts_by_status(report: SweepReport) -> dict[str, int]:
     return {status.value: counts.get(status, 0) for status in HostStatus}
 
 
+# How a summary says a host's status in words: "ok" beside a host with a critical finding reads as "healthy",
+# where the status only says the host answered; the JSON keeps the status values themselves.
+_STATUS_WORDS = {HostStatus.OK: "answered", HostStatus.PARTIAL: "answered in part"}
+
+
+def hosts_by_status_words(report: SweepReport) -> dict[str, int]:
+    """:func:`hosts_by_status` in a summary's words ("answered", "answered in part", "unreachable", ...)."""
+    return {_STATUS_WORDS.get(HostStatus(value), value): n for value, n in hosts_by_status(report).items()}
+
+
 def gpus_by_sm(report: SweepReport) -> dict[str, int]:
     """SM family ("SM90") → number of GPUs, families in numeric order, ``"unknown"`` last."""
     counts = Counter(g.sm or UNKNOWN_SM for h in report.hosts for g in h.gpus)

@@ -4,7 +4,8 @@ so it works as a mail attachment or on an air-gapped laptop. Pure: returns text.
 The page, most urgent first: the summary; the findings table (one row per code, severity and host, its GPUs
 folded into a range, each GPU's own sentence under a ``<details>``); every host that was not read, with why;
 the charts (:mod:`gpudiag.report.html_chart`: utilization and, where measured, SM activity against the power
-share, flagged GPUs drawn apart, overlapping marks nudged apart, the region from the run's own thresholds);
+share, flagged GPUs drawn apart, every mark at its reading with a count where several share a place, the
+region from the run's own thresholds);
 what changed since the last run, folded the same way (with ``--history``), a sparkline per flagged GPU over
 the recorded runs; the per-host table, with the reason beside a host that was not read; the thresholds the
 checks judged by.
@@ -21,10 +22,12 @@ from dataclasses import fields
 
 from gpudiag.model import Action, CheckSettings, Finding, HostReport, HostStatus, Severity, SweepReport
 from gpudiag.model.changes import ChangeSet
-from gpudiag.report.counts import actions_phrase, findings_by_severity, gpus_by_sm, hosts_by_status
+from gpudiag.report.counts import actions_phrase, findings_by_severity, gpus_by_sm, hosts_by_status_words
 from gpudiag.report.escape import html_text as escape  # node text: controls and bidi escaped, then markup
 from gpudiag.report.fold import index_ranges
 from gpudiag.report.html_chart import (
+    UNFLAGGED_OPACITY,
+    UNFLAGGED_STROKE,
     flagged_codes,
     scatter_chart,
     scatter_svg,
@@ -38,6 +41,7 @@ from gpudiag.report.html_jobs import jobs_html
 from gpudiag.report.view import ReportView, Trends
 
 _DEFAULTS = CheckSettings()
+LEGEND_GREY = "#888"  # the legend's shapes: the marks' own style, in no family's colour
 __all__ = ("render", "render_html", "scatter_svg", "sparkline")
 
 _CSS = """
@@ -49,7 +53,7 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-
 border-radius:5px;margin-right:4px}svg text{font-size:11px;fill:#444}
 .charts{display:flex;flex-wrap:wrap;gap:16px}.charts figure{margin:0;max-width:100%}svg{max-width:100%;height:auto}
 td.gpus,td.nowrap{white-space:nowrap}.wide{overflow-x:auto;max-width:100%}td.what{overflow-wrap:anywhere}
-details summary{cursor:pointer}
+details summary{cursor:pointer}tr.changed td{font-weight:600}svg text.stack{font-weight:600;fill:#222}
 """
 
 
@@ -57,8 +61,8 @@ def _sev(severity: Severity) -> str:
     return f'<span class="{severity.label}">{severity.label.upper()}</span>'
 
 
-def _region(report: SweepReport, moved: int) -> str:
-    """The chart in words, under it: the shaded region, what is in it unflagged and why, the nudged marks."""
+def _region(report: SweepReport, shared: int) -> str:
+    """The chart in words, under it: the shaded region, what is in it unflagged and why, the piled marks."""
     settings = shaded_settings(report)
     inside = unflagged_in_region(report)
     text = (f"<p>Shaded: BUSY_LOW_POWER, utilization at least {settings.busy_utilization_pct:g}% and power "
@@ -68,10 +72,15 @@ def _region(report: SweepReport, moved: int) -> str:
         text += (f" {inside} GPU{'s' if inside != 1 else ''} in it not flagged: memory at least "
                  f"{settings.bandwidth_memory_utilization_pct:g}% busy (bandwidth-bound), SM activity measured, "
                  "or a slowdown reason explains the power (hover for which).")
-    if moved:
-        text += (f" {moved} mark{'s' if moved != 1 else ''} nudged apart so that none hides another; hover "
-                 "for the exact reading.")
-    return text + "</p>"
+    return text + _shared(shared) + "</p>"
+
+
+def _shared(shared: int) -> str:
+    """The sentence under a chart for the GPUs drawn on one place (none moved: a count beside the mark)."""
+    if not shared:
+        return ""
+    return (f" {shared} GPUs share a place with another: each mark is at its reading, and the number beside a "
+            "pile (×8) says how many read alike; hover for each.")
 
 
 def _legend(report: SweepReport) -> str:
@@ -81,14 +90,15 @@ def _legend(report: SweepReport) -> str:
     return ('<p class="legend">' + "".join(
         f'<span><i class="swatch" style="background:{colours[sm]}"></i>{escape(sm)} ({n})</span>'
         for sm, n in counts.items())
-        + f'<span><svg width="14" height="14" viewBox="0 0 14 14"><path d="M7 1L13 7L7 13L1 7Z" fill="#ccc" '
-        f'stroke="#000" stroke-width="1.5"/></svg> flagged by a check ({flagged})</span>'
-        '<span><svg width="12" height="12" viewBox="0 0 12 12"><circle cx="6" cy="6" r="5" fill="#ccc"/></svg> '
+        + '<span><svg width="14" height="14" viewBox="0 0 14 14"><path d="M7 1L13 7L7 13L1 7Z" '
+        f'fill="{LEGEND_GREY}" stroke="#000" stroke-width="1.5"/></svg> flagged by a check ({flagged})</span>'
+        '<span><svg width="12" height="12" viewBox="0 0 12 12"><circle cx="6" cy="6" r="5" '
+        f'fill="{LEGEND_GREY}" fill-opacity="{UNFLAGGED_OPACITY}" stroke="{UNFLAGGED_STROKE}"/></svg> '
         "not flagged</span></p>")
 
 
 def _summary(report: SweepReport) -> str:
-    statuses = ", ".join(f"{n} {s}" for s, n in hosts_by_status(report).items() if n)
+    statuses = ", ".join(f"{n} {s}" for s, n in hosts_by_status_words(report).items() if n)
     severities = ", ".join(f"{n} {s}" for s, n in findings_by_severity(report).items() if n) or "none"
     gpus = sum(len(h.gpus) for h in report.hosts)
     actions = actions_phrase(report) or "none"
@@ -167,20 +177,25 @@ def _not_read(report: SweepReport) -> str:
 
 
 def _hosts(report: SweepReport) -> str:
+    """One row per GPU (one per host that has none): its host's status and action, its readings. The SM
+    activity column only where some GPU measured it (an empty column says nothing)."""
+    activity = any(g.sm_active_pct is not None for h in report.hosts for g in h.gpus)
     rows = []
     for h in report.hosts:
         for gpu in h.gpus or (None,):
             power = gpu.power() if gpu else None
-            cells = (h.host, h.status.value, "" if gpu is None else str(gpu.index), (gpu.name or "") if gpu else "",
-                     (gpu.sm or "") if gpu else "",
+            cells = (h.host, h.status.value, h.action.label, "" if gpu is None else str(gpu.index),
+                     (gpu.name or "") if gpu else "", (gpu.sm or "") if gpu else "",
                      "" if gpu is None or gpu.utilization_pct is None else f"{gpu.utilization_pct:g}",
-                     "" if gpu is None or gpu.sm_active_pct is None else f"{gpu.sm_active_pct:g}",
+                     *(("" if gpu is None or gpu.sm_active_pct is None else f"{gpu.sm_active_pct:g}",)
+                       if activity else ()),
                      "" if power is None else f"{power.watts:.0f}",
                      "" if power is None or power.pct_of_limit is None else f"{power.pct_of_limit:g}",
                      str(sum(1 for f in h.findings if gpu is None or f.gpu in (None, gpu.index))),
                      host_reason(h) if gpu is None else "")
             rows.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
-    head = "".join(f"<th>{c}</th>" for c in ("host", "status", "GPU", "name", "SM", "util %", "SM active %",
+    head = "".join(f"<th>{c}</th>" for c in ("host", "status", "action", "GPU", "name", "SM", "util %",
+                                            *(("SM active %",) if activity else ()),
                                             "power W", "% of limit", "findings", "why not read"))
     return f'<div class="wide"><table id="hosts"><tr>{head}</tr>{"".join(rows)}</table></div>'
 
@@ -194,9 +209,10 @@ def _settings(report: SweepReport) -> str:
     rows = []
     for f in fields(CheckSettings):
         value, default = getattr(report.settings, f.name), getattr(_DEFAULTS, f.name)
-        changed = "" if value == default else f"default {default:g}"
-        rows.append(f"<tr><td>{escape(f.name)}</td><td>{value:g}</td><td>{changed}</td></tr>")
-    return f'<table id="settings"><tr><th>setting</th><th>value</th><th></th></tr>{"".join(rows)}</table>'
+        changed = "" if value == default else ' class="changed"'
+        rows.append(f"<tr{changed}><td>{escape(f.name)}</td><td>{value:g}</td><td>{default:g}</td></tr>")
+    return ('<table id="settings"><tr><th>setting</th><th>this run</th><th>default</th></tr>'
+            f'{"".join(rows)}</table>')
 
 
 _STATE_ORDER = {"new": 0, "resolved": 1}  # then the rest (ongoing, carried), each by severity, host and code
@@ -224,6 +240,8 @@ def _changes(changes: ChangeSet | None) -> str:
 
 
 SPARK_W, SPARK_H = 160, 28
+# A sparkline's label, in words: the history's reading names are the model's fields
+TREND_WORDS = {"utilization_pct": "utilization %", "power.pct_of_limit": "power, % of enforced limit"}
 
 
 def sparkline(values: tuple[float | None, ...], top: float = 100.0) -> str:
@@ -251,7 +269,7 @@ def _trends(trends: Trends | None) -> str:
         return ""
     rows = []
     for (host, index), series in sorted(trends.items()):
-        cells = "".join(f"<td>{sparkline(values)}<br><small>{escape(name)}: "
+        cells = "".join(f"<td>{sparkline(values)}<br><small>{escape(TREND_WORDS.get(name, name))}: "
                         f"{'-' if values[-1] is None else f'{values[-1]:g}'} now</small></td>"
                         for name, values in series if values)
         rows.append(f"<tr><td>{escape(host)} GPU {index}</td>{cells}</tr>")
@@ -264,15 +282,14 @@ def render_html(report: SweepReport, changes: ChangeSet | None = None, trends: T
     missing = sum(len(h.gpus) for h in report.hosts) - plotted
     note = (f"<p>{missing} GPU{'s' if missing != 1 else ''} not plotted: no utilization or power share "
             "reading.</p>" if missing else "")
-    scatter, moved = scatter_chart(report)
-    activity, measured, activity_moved = sm_activity_svg(report)
+    scatter, shared = scatter_chart(report)
+    activity, measured, activity_shared = sm_activity_svg(report)
     charts = f'<figure>{scatter}</figure>'
     if activity:
         charts += f"<figure>{activity}</figure>"
     activity_note = (f"<p>SM activity measured on {measured} GPU{'s' if measured != 1 else ''} (right): a busy "
                      "GPU whose SMs are barely active is starved whatever its power."
-                     + (f" {activity_moved} mark{'s' if activity_moved != 1 else ''} nudged apart."
-                        if activity_moved else "") + "</p>"
+                     + _shared(activity_shared) + "</p>"
                      if activity else "")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -282,7 +299,7 @@ def render_html(report: SweepReport, changes: ChangeSet | None = None, trends: T
             + "<h2>Findings</h2>" + _findings(report) + jobs_html(report) + _not_read(report)
             + f"<h2>{'Utilization and SM activity' if activity else 'Utilization'} against power</h2>"
             + f'<div class="charts">{charts}</div>' + _legend(report) + note
-            + _region(report, moved) + activity_note
+            + _region(report, shared) + activity_note
             + _changes(changes) + _trends(trends)
             + "<h2>Hosts</h2>" + _hosts(report) + "<h2>Thresholds</h2>" + _settings(report) + "</body></html>")
 

@@ -7,8 +7,10 @@ What a chart must not hide:
 
 - one mark per plotted GPU (``class="gpu"``); a GPU a check flagged is a diamond with a dark outline
   (``class="gpu flagged"``, its codes in ``data-codes``), the rest plain circles: told apart without colour;
-- marks that would cover one another (eight GPUs of one node read alike) are nudged apart, nearest free
-  place first, so each stays visible; the hover text (an SVG ``<title>``) gives the exact reading;
+- every mark at its reading, never moved: marks that cover one another (eight GPUs of one node read alike)
+  get one count beside them (``×8``; the counts move apart, the marks never), and unflagged circles are
+  half transparent, so a pile reads as one;
+  the hover text (an SVG ``<title>``) gives the exact reading;
 - the utilization axis widens above a knee below the busy threshold, so busy GPUs at 97-100% spread out
   instead of piling against the right edge; the knee is drawn and labelled;
 - the shaded region is the one the run's own thresholds define (:attr:`SweepReport.settings`).
@@ -33,7 +35,10 @@ WIDTH, HEIGHT, PAD = 640, 420, 48
 Y_MAX_PCT = 120.0  # power share axis: a GPU above its limit (a brief spike) still shows
 RADIUS = 5.0
 KNEE_SHARE = 0.3  # the part of the utilization axis below the knee
-VERTICAL_COST = 2.5  # see dodge()
+STACKED_PX = 2 * RADIUS  # marks whose centres are this close cover one another: one count says how many
+LABEL_H = 12.0  # a count's line height: counts are set apart by this (the counts move, never the marks)
+UNFLAGGED_OPACITY = 0.55  # an unflagged circle's fill: near ones show through one another (the legend's too)
+UNFLAGGED_STROKE = "#555"  # its outline: visible on the white page, as the legend draws it
 _DEFAULTS = CheckSettings()
 
 
@@ -101,36 +106,6 @@ class Mark:
     codes: tuple[str, ...]
 
 
-def _crosses(a: float, b: float, walls: Sequence[float]) -> bool:
-    return any(min(a, b) < w < max(a, b) for w in walls)
-
-
-def dodge(points: Sequence[tuple[float, float]], left: float, right: float, top: float, bottom: float,
-          gap: float = 2 * RADIUS + 1, walls_x: Sequence[float] = (), walls_y: Sequence[float] = ()
-          ) -> list[tuple[float, float]]:
-    """Each point moved, in order, to the free place nearest it (on a hexagonal lattice ``gap`` apart), so no
-    two marks are closer than ``gap``; a point already free stays where it is. Places stay inside the box.
-    A move up or down costs :data:`VERTICAL_COST` times a move sideways: the power share (y) is what the
-    shaded region judges; utilization (x) gives more. A point never crosses a wall (``walls_x``,
-    ``walls_y``: the shaded region's edges), so a GPU inside the region is drawn inside it, one outside outside."""
-    offsets = sorted(((i * gap + (j % 2) * gap / 2, j * gap * math.sqrt(3) / 2)
-                      for i in range(-16, 17) for j in range(-8, 9)),
-                     key=lambda o: (round(math.hypot(o[0], VERTICAL_COST * o[1]), 6), math.atan2(o[1], o[0])))
-    placed: list[tuple[float, float]] = []
-    for px, py in points:
-        spot = (px, py)
-        for dx, dy in offsets:
-            cx, cy = px + dx, py + dy
-            if not (left <= cx <= right and top <= cy <= bottom) or _crosses(px, cx, walls_x) \
-                    or _crosses(py, cy, walls_y):
-                continue
-            if all(math.hypot(cx - qx, cy - qy) >= gap - 1e-6 for qx, qy in placed):
-                spot = (cx, cy)
-                break
-        placed.append(spot)
-    return placed
-
-
 def _diamond(cx: float, cy: float, r: float) -> str:
     r *= 1.35
     return f"M{cx:.1f} {cy - r:.1f}L{cx + r:.1f} {cy:.1f}L{cx:.1f} {cy + r:.1f}L{cx - r:.1f} {cy:.1f}Z"
@@ -158,17 +133,30 @@ def _axes(x: Callable[[float], float], x_ticks: Sequence[float], x_label: str, k
     return parts
 
 
-def _marks(marks: Sequence[Mark], x: Callable[[float], float], colours: dict[str, str],
-           walls_x: Sequence[float] = (), walls_y: Sequence[float] = ()) -> tuple[list[str], int]:
-    """The marks' SVG, flagged ones last (on top), and how many were nudged from their reading's place
-    (:func:`dodge`, never across the walls)."""
-    ordered = sorted(marks, key=lambda m: (not m.codes, m.host, m.index))  # flagged placed first: least moved
-    true = [(x(m.x_pct), _y(m.y_pct)) for m in ordered]
-    spots = dodge(true, x(0), x(100), _y(Y_MAX_PCT), _y(0), walls_x=walls_x, walls_y=walls_y)
-    moved = sum(1 for (ax, ay), (bx, by) in zip(true, spots, strict=True) if math.hypot(ax - bx, ay - by) > 0.5)
+def _stacks(points: Sequence[tuple[float, float]]) -> list[list[int]]:
+    """The marks that share a place, as lists of indexes (in order): a mark joins the first stack whose first
+    mark is within :data:`STACKED_PX` of it. A stack of one is a mark on its own."""
+    stacks: list[list[int]] = []
+    for i, (px, py) in enumerate(points):
+        for stack in stacks:
+            qx, qy = points[stack[0]]
+            if math.hypot(px - qx, py - qy) <= STACKED_PX:
+                stack.append(i)
+                break
+        else:
+            stacks.append([i])
+    return stacks
+
+
+def _marks(marks: Sequence[Mark], x: Callable[[float], float], colours: dict[str, str]) -> tuple[list[str], int]:
+    """The marks' SVG, each at its reading (flagged ones last, on top), and how many GPUs share a place with
+    another. Marks are never moved off their readings: where several fall on one place (eight GPUs of a node
+    that read alike), a count beside it says how many (``class="stack"``, its hover text names them), and the
+    circles are half transparent so that near ones show as a darker blot."""
+    ordered = sorted(marks, key=lambda m: (bool(m.codes), m.host, m.index))
+    spots = [(x(m.x_pct), _y(m.y_pct)) for m in ordered]
     parts = []
-    for m, (cx, cy) in sorted(zip(ordered, spots, strict=True), key=lambda p: (bool(p[0].codes), p[0].host,
-                                                                              p[0].index)):
+    for m, (cx, cy) in zip(ordered, spots, strict=True):
         common = (f'data-host="{escape(m.host)}" data-gpu="{m.index}" data-sm="{escape(m.sm)}" '
                   f'fill="{colours.get(m.sm, UNKNOWN_SM_COLOUR)}"')
         title = f"<title>{escape(m.title)}</title>"
@@ -178,8 +166,22 @@ def _marks(marks: Sequence[Mark], x: Callable[[float], float], colours: dict[str
                          f'd="{_diamond(cx, cy, RADIUS)}" stroke="#000" stroke-width="1.5">{title}</path>')
         else:
             parts.append(f'<circle class="gpu" {common} cx="{cx:.1f}" cy="{cy:.1f}" r="{RADIUS:g}" '
-                         f'fill-opacity="0.55" stroke="#fff">{title}</circle>')
-    return parts, moved
+                         f'fill-opacity="{UNFLAGGED_OPACITY}" stroke="{UNFLAGGED_STROKE}">{title}</circle>')
+    shared = 0
+    labels: list[tuple[float, float]] = []
+    for stack in _stacks(spots):
+        if len(stack) < 2:
+            continue
+        shared += len(stack)
+        lx = max(spots[i][0] for i in stack) + RADIUS + 3
+        ly = min(spots[i][1] for i in stack) - RADIUS + 4
+        while any(abs(lx - ox) < 3 * LABEL_H and abs(ly - oy) < LABEL_H for ox, oy in labels):
+            ly -= LABEL_H  # above the count it would cover
+        labels.append((lx, ly))
+        names = ", ".join(f"{ordered[i].host} GPU {ordered[i].index}" for i in stack)
+        parts.append(f'<text class="stack" x="{lx:.1f}" y="{ly:.1f}" font-size="11">×{len(stack)}'
+                     f"<title>{len(stack)} GPUs here cover one another: {escape(names)}</title></text>")
+    return parts, shared
 
 
 def _svg(chart_id: str, label: str, body: list[str]) -> str:
@@ -232,7 +234,7 @@ def scatter_svg(report: SweepReport) -> str:
 
 
 def scatter_chart(report: SweepReport) -> tuple[str, int]:
-    """:func:`scatter_svg`, and how many marks were nudged apart."""
+    """:func:`scatter_svg`, and how many GPUs share a place with another (a count beside the mark)."""
     colours, s, codes = sm_colours(report), shaded_settings(report), flagged_codes(report)
     knee = utilization_knee(s)
     x = knee_x(knee)
@@ -258,13 +260,14 @@ def scatter_chart(report: SweepReport) -> tuple[str, int]:
     if knee:
         ticks = sorted({*ticks, knee, *(t for t in range(int(knee), 101, 5 if 100 - knee <= 30 else 10))})
     body += _axes(x, ticks, "GPU utilization (%)", knee)
-    parts, moved = _marks(marks, x, colours, walls_x=(x(busy),), walls_y=(_y(low),))
-    return _svg("scatter", "GPU utilization against power share", body + parts), moved
+    parts, shared = _marks(marks, x, colours)
+    return _svg("scatter", "GPU utilization against power share", body + parts), shared
 
 
 def sm_activity_svg(report: SweepReport) -> tuple[str, int, int]:
     """Where SM activity was measured: SM activity × power share (``#sm-activity``), with the starved region
-    (SM activity under ``starved_sm_activity_pct``) shaded; the SVG, the GPUs plotted and the marks nudged.
+    (SM activity under ``starved_sm_activity_pct``) shaded; the SVG, the GPUs plotted and those that share a
+    place with another.
     Empty when no GPU measured it."""
     colours, s, codes = sm_colours(report), shaded_settings(report), flagged_codes(report)
     marks = []
@@ -291,5 +294,5 @@ def sm_activity_svg(report: SweepReport) -> tuple[str, int, int]:
             f'<text x="{linear_x(starved) + 4:.1f}" y="{_y(Y_MAX_PCT) + 26:.1f}">starved if busy: under '
             f"{starved:g}%</text>"]
     body += _axes(linear_x, range(0, 101, 20), "SM activity (%, NVML GPM / DCGM)", None)
-    parts, moved = _marks(marks, linear_x, colours, walls_x=(linear_x(starved),))
-    return _svg("sm-activity", "SM activity against power share", body + parts), len(marks), moved
+    parts, shared = _marks(marks, linear_x, colours)
+    return _svg("sm-activity", "SM activity against power share", body + parts), len(marks), shared

@@ -81,6 +81,11 @@ METRICS = {
     "gpudiag_host_action": "What to do about the host: the highest action of its findings (one series, "
                            "labelled with it; value: its rung on the ladder, "
                            f"{', '.join(f'{a.rank} {a.label}' for a in Action)}).",
+    "gpudiag_host_last_swept_timestamp_seconds": "When the sweep that read this host's samples started (Unix "
+                                                 "time): older than the last run for a host a partial run "
+                                                 "did not sweep.",
+    "gpudiag_host_carried": "1 when this host's samples are carried over from an earlier run (a partial run "
+                            "did not sweep it), 0 when the last run swept it.",
     "gpudiag_finding": "An open finding (value: how many share these labels).",
     "gpudiag_job_gpus": "A job's GPUs that answered the sweep, across its hosts (one series per job).",
     "gpudiag_job_utilization_ratio": "A job's median GPU utilization over its GPUs, 0-1.",
@@ -117,7 +122,7 @@ Labels = tuple[tuple[str, str], ...]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Family:
-    """One metric and its samples: what the text file and ``gpudiag exporter`` (prometheus_client) both show."""
+    """One metric and its samples: what the text file and ``gpudiag exporter`` both show."""
 
     name: str
     help: str
@@ -147,6 +152,9 @@ def families(report: SweepReport) -> tuple[Family, ...]:
          tuple(((("host", h.host), ("status", h.status.value)), 1) for h in report.hosts)),
         ("gpudiag_host_action", ("host", "action"),
          tuple(((("host", h.host), ("action", h.action.label)), h.action.rank) for h in report.hosts)),
+        ("gpudiag_host_last_swept_timestamp_seconds", ("host",),
+         tuple(((("host", h.host),), epoch_of(report.started_at)) for h in report.hosts)),
+        ("gpudiag_host_carried", ("host",), tuple(((("host", h.host),), 0) for h in report.hosts)),
         ("gpudiag_finding", finding_labels,
          tuple((tuple(zip(finding_labels, key, strict=True)), n) for key, n in sorted(open_findings.items()))),
         *_job_rows(report),

@@ -64,6 +64,8 @@ async def until_signal(start: Callable[[asyncio.Event], Coroutine[object, object
     watched = []
     try:
         for signum in STOP_SIGNALS:
+            if signal.getsignal(signum) is signal.SIG_IGN:  # the shell ignores it (a background job's SIGINT)
+                continue
             loop.add_signal_handler(signum, on_signal, signum)
             watched.append(signum)
     except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here

@@ -148,6 +148,7 @@ def test_drain_on_an_action_threshold(slurm: SlurmCluster, sshd_cluster) -> None
 def test_sweep_with_history_records_and_drains(slurm: SlurmCluster, sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # The Slurm step runs first (drain, each node's state), then the audit step records and writes that report.
     history, report = tmp_path / "state" / "history.sqlite", tmp_path / "report.json"
+    history.parent.mkdir()  # the folder must exist: gpudiag never creates it (issue 30)
     args = ("sweep", "--slurm-nodelist", "gpu[01-02]", *ssh_args(sshd_cluster), "--drain-on", "critical", "--yes",
             "--history", str(history))
     first = cli(*args, "--format", "json", "--output", str(report))

@@ -120,7 +120,7 @@ def test_what_is_notified() -> None:
 
 
 def test_output_and_quiet_without_history(tmp_path: Path) -> None:
-    out = tmp_path / "sub" / "r.json"
+    out = tmp_path / "r.json"
     outcome = audit(report(), OutputRequest(format=OutputFormat.JSON, quiet=True), AuditOptions(output=out))
     assert (outcome.stdout, outcome.exit_code) == ("", 2)
     assert json.loads(out.read_text())["schema"] == "gpudiag.sweep/4"
@@ -138,5 +138,5 @@ def test_html_with_history_has_a_sparkline_per_flagged_gpu(tmp_path: Path) -> No
     page = (tmp_path / "r.html").read_text()
     assert outcome.stdout.startswith("wrote ") and page.count('<svg class="sparkline"') == 2  # utilization, power
     trends = page.split('<table id="trends">')[1].split("</table>")[0]
-    assert "gpu01 GPU 1" in trends and "gpu01 GPU 0" not in trends and "power.pct_of_limit: 12.9 now" in trends
+    assert "gpu01 GPU 1" in trends and "gpu01 GPU 0" not in trends and "power, % of enforced limit: 12.9 now" in trends
     assert trends.count("<polyline") == 2

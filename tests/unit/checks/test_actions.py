@@ -75,7 +75,8 @@ def test_the_documented_actions_are_the_tables() -> None:
 
 def test_the_ladder_in_order() -> None:
     assert [a.label for a in sorted(Action, key=lambda a: a.rank)] == [
-        "none", "watch", "restart_workload", "reset_gpu", "reboot_node", "drain_and_inspect", "replace_gpu"]
+        "none", "watch", "restart_workload", "reset_gpu", "check_node", "reboot_node", "drain_and_inspect",
+        "replace_gpu"]
     assert highest([Action.WATCH, Action.REPLACE_GPU, Action.RESET_GPU]) is Action.REPLACE_GPU
     assert highest([]) is Action.NONE
     assert Action.RESET_GPU.raised() is Action.REBOOT_NODE and Action.REPLACE_GPU.raised() is Action.REPLACE_GPU
@@ -145,9 +146,10 @@ def test_the_drivers_recovery_action_maps_onto_the_ladder(value: object, action:
     ("THERMAL_SLOWDOWN", Severity.CRITICAL, {}, Action.DRAIN_AND_INSPECT),
     ("LOG_SIGNATURE", Severity.CRITICAL, {}, Action.RESTART_WORKLOAD),
     ("DRIVER_DRIFT", Severity.WARNING, {"differs": ("driver_version",)}, Action.WATCH),
+    ("DRIVER_DRIFT", Severity.WARNING, {"differs": ("gpu_model",)}, Action.WATCH),
     ("DRIVER_DRIFT", Severity.WARNING, {"differs": ("driver_version",), "operator_action": "drain_and_inspect"},
      Action.DRAIN_AND_INSPECT),
-    ("HOST_UNREACHABLE", Severity.CRITICAL, {}, Action.NONE),
+    ("HOST_UNREACHABLE", Severity.CRITICAL, {}, Action.CHECK_NODE),
     # a reading that could not be read is no verdict: at most watch, never a reset, a reboot or a drain
     ("RECOVERY_ACTION", Severity.UNKNOWN, {"gpu_recovery_action": "[Unknown Error]"}, Action.WATCH),
     ("ROW_REMAP_FAILED", Severity.UNKNOWN, {}, Action.WATCH),
@@ -163,7 +165,7 @@ def test_a_code_without_an_entry_says_so() -> None:
 
 def test_evaluate_sets_every_findings_action() -> None:
     (finding,) = evaluate("h", HostStatus.TIMEOUT, "no answer in 3 s", None, CheckSettings())
-    assert (finding.code, finding.action) == ("HOST_UNREACHABLE", Action.NONE)
+    assert (finding.code, finding.action) == ("HOST_UNREACHABLE", Action.CHECK_NODE)
 
 
 def test_the_recovery_words_are_the_readings_own() -> None:

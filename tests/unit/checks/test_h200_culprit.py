@@ -97,8 +97,8 @@ def test_with_a_history_of_three_runs_it_says_for_how_long(tmp_path: Path) -> No
     assert (f.evidence["streak_runs"], f.evidence["streak_hours"]) == (3, 2.0)
     table = render(with_streaks(report, changes), "table", ReportView(width=200))
     assert "held idle  1 GPU held at 0% (100.6 GiB): 1 root" in table
-    assert render_summary_line(report) == ("1 hosts (1 ok), 1 GPUs (1 held idle), 1 findings (1 warning); exit 1: "
-                                           "warnings or missing readings")
+    assert render_summary_line(report) == ("1 hosts (1 answered), 1 GPUs (1 held idle), 1 findings (1 warning); "
+                                           "exit 1: warnings or missing readings")
 
 
 @pytest.mark.parametrize("samples", [3, 5, 10])

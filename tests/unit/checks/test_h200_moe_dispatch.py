@@ -112,6 +112,7 @@ def _held(tmp_path: Path, hours: list[int], settings: CheckSettings | None = Non
     node = parse_probe(doc("hold20_s5_nvml"))
     host = HostReport(host="h200", address="127.0.0.1", status=HostStatus.OK, readings=node,
                       findings=evaluate("h200", HostStatus.OK, None, node, S))
+    tmp_path.mkdir(parents=True, exist_ok=True)  # the history's folder exists first (gpudiag never creates it)
     with History.open(tmp_path / "history.db") as history:
         for hour in hours:
             report = SweepReport(started_at=f"2026-12-0{1 + hour // 24}T{hour % 24:02d}:00:00Z", duration_s=2.0,

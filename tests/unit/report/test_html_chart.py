@@ -5,9 +5,9 @@ was not read."""
 
 from __future__ import annotations
 
-import itertools
-import math
 import re
+
+import pytest
 
 from gpudiag.model import (
     CheckSettings,
@@ -22,7 +22,14 @@ from gpudiag.model import (
 )
 from gpudiag.model.changes import ChangeSet, ChangeState, FindingChange, OpenFinding
 from gpudiag.report.html import render_html
-from gpudiag.report.html_chart import RADIUS, dodge, knee_x, scatter_svg, sm_activity_svg, utilization_knee
+from gpudiag.report.html_chart import (
+    _y,
+    knee_x,
+    scatter_svg,
+    sm_activity_svg,
+    utilization_knee,
+    utilization_point,
+)
 
 
 def _gpu(index: int, util: float = 100.0, power_w: float = 350.0, **kw: object) -> GpuReading:
@@ -52,28 +59,33 @@ def _centres(svg: str) -> list[tuple[float, float]]:
     return [(float(x), float(y)) for x, y in circles + diamonds]
 
 
-def test_eight_alike_gpus_are_eight_visible_marks_and_the_flagged_ones_are_diamonds() -> None:
-    gpus = tuple(_gpu(i) for i in range(8))  # every GPU reads alike: one dot before
+def test_eight_alike_gpus_are_eight_marks_at_their_reading_with_a_count() -> None:
+    """Issue 30 #7: every mark at its reading. Before, marks were nudged apart: 35 of the demo's 40 moved,
+    idle GPUs at 0% drawn at 0-21%, one above 100% of its power limit."""
+    gpus = tuple(_gpu(i) for i in range(8))  # every GPU reads alike
     host = _node("gpu01", gpus, tuple(_busy_low("gpu01", i) for i in (2, 5)))
-    svg = scatter_svg(_report(host))
+    report = _report(host)
+    svg = scatter_svg(report)
     assert svg.count('class="gpu') == 8
     assert svg.count('<path class="gpu flagged"') == 2 and svg.count('<circle class="gpu"') == 6
     assert re.findall(r'data-gpu="(\d)" data-sm="SM90" fill="[^"]+" data-codes="BUSY_LOW_POWER"', svg) == ["2", "5"]
-    centres = _centres(svg)
-    assert len(centres) == 8
-    assert all(math.dist(a, b) >= 2 * RADIUS for a, b in itertools.combinations(centres, 2))
+    x = knee_x(utilization_knee(CheckSettings()))
+    util, share = utilization_point(gpus[0])  # type: ignore[misc]
+    assert set(_centres(svg)) == {(round(x(util), 1), round(_y(share), 1))}  # all eight at the one reading
+    assert svg.count('<text class="stack"') == 1 and ">×8<title>8 GPUs here cover one another: gpu01 GPU 0, " in svg
     assert "flagged: BUSY_LOW_POWER</title>" in svg
+    assert "8 GPUs share a place with another" in render_html(report)
 
 
-def test_dodge_leaves_free_points_alone_and_parts_the_rest() -> None:
-    spots = dodge([(100.0, 100.0), (300.0, 100.0), (100.0, 100.0), (100.0, 100.0)], 0, 600, 0, 400)
-    assert spots[0] == (100.0, 100.0) and spots[1] == (300.0, 100.0)
-    assert all(math.dist(a, b) >= 2 * RADIUS + 1 - 1e-6 for a, b in itertools.combinations(spots, 2))
-    assert all(math.dist(s, (100.0, 100.0)) <= 2 * (2 * RADIUS + 1) for s in spots[2:])  # near, not flung away
-    edge = dodge([(600.0, 400.0)] * 3, 0, 600, 0, 400)  # a corner: the moved ones stay in the box
-    assert all(0 <= x <= 600 and 0 <= y <= 400 for x, y in edge)
-    walled = dodge([(300.0, 101.0)] * 6 + [(300.0, 99.0)] * 6, 0, 600, 0, 400, walls_y=(100.0,), walls_x=(310.0,))
-    assert all(y > 100 and x < 310 for x, y in walled[:6]) and all(y < 100 and x < 310 for x, y in walled[6:])
+@pytest.mark.parametrize(("util", "watts"), [(0.0, 70.0), (0.0, 0.0), (100.0, 700.0), (37.5, 350.0)])
+def test_a_mark_is_drawn_exactly_at_its_reading(util: float, watts: float) -> None:
+    gpus = tuple(_gpu(i, util=util + i * 0.01, power_w=watts) for i in range(8))
+    svg = scatter_svg(_report(_node("gpu01", gpus)))
+    x = knee_x(utilization_knee(CheckSettings()))
+    expected = sorted((round(x(utilization_point(g)[0]), 1), round(_y(utilization_point(g)[1]), 1))  # type: ignore[index]
+                      for g in gpus)
+    assert sorted(_centres(svg)) == expected
+    assert all(_y(100.0) <= cy for _, cy in _centres(svg)) or watts > 700.0  # never above 100% unless it read so
 
 
 def test_busy_gpus_spread_out_above_the_knee() -> None:
@@ -159,9 +171,9 @@ def test_a_host_read_in_part_says_what_is_missing() -> None:
     assert "<td>partial</td>" in table and "GPU_LOST (GPU 3): GPU 3 is lost" in table and "BUSY" not in table
 
 
-def test_a_flagged_gpu_is_nudged_sideways_not_out_of_the_region() -> None:
-    s = CheckSettings()
-    gpus = tuple(_gpu(i, power_w=700.0 * (s.low_power_pct - 1) / 100) for i in range(8))  # just inside
-    svg = scatter_svg(_report(_node("gpu01", gpus, tuple(_busy_low("gpu01", i) for i in range(8)))))
-    top = float(re.search(r'<rect class="busy-low-power" x="[\d.]+" y="([\d.]+)"', svg).group(1))  # type: ignore[union-attr]
-    assert all(y >= top for _, y in _centres(svg))
+def test_the_legend_draws_the_marks_as_the_chart_does() -> None:
+    page = render_html(_report(_node("gpu01", (_gpu(0),))))
+    legend = page.split('<p class="legend">')[1].split("</p>")[0]
+    circle = re.search(r'<circle class="gpu"[^>]* fill-opacity="([\d.]+)" stroke="([^"]+)"', page)
+    assert circle is not None
+    assert f'fill-opacity="{circle.group(1)}" stroke="{circle.group(2)}"/></svg> not flagged' in legend

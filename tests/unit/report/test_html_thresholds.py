@@ -34,9 +34,10 @@ def test_the_page_says_the_region_and_lists_the_thresholds() -> None:
     page = render(_report(CheckSettings(low_power_pct=40.0, busy_utilization_pct=80.0)), OutputFormat.HTML)
     assert "Shaded: BUSY_LOW_POWER, utilization at least 80% and power under 40% of the enforced limit." in page
     table = page.split('<table id="settings">')[1].split("</table>")[0]
-    assert "<tr><td>low_power_pct</td><td>40</td><td>default 60</td></tr>" in table
-    assert "<tr><td>busy_utilization_pct</td><td>80</td><td>default 90</td></tr>" in table
-    assert "<tr><td>starved_sm_activity_pct</td><td>20</td><td></td></tr>" in table
+    assert '<tr class="changed"><td>low_power_pct</td><td>40</td><td>60</td></tr>' in table
+    assert '<tr class="changed"><td>busy_utilization_pct</td><td>80</td><td>90</td></tr>' in table
+    assert "<tr><td>xid_storm_lines</td><td>20</td><td>20</td></tr>" in table  # a third column never empty
+    assert "<tr><td>starved_sm_activity_pct</td><td>20</td><td>20</td></tr>" in table
 
 
 def test_a_report_that_does_not_say_shades_the_defaults_and_says_so() -> None:

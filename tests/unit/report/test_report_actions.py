@@ -69,5 +69,5 @@ def test_the_html_page_and_the_prometheus_text_carry_the_actions() -> None:
     assert '<td class="gpus">1</td><td class="nowrap">reboot_node</td>' in page  # the Xid's row
     assert '<td class="gpus">3</td><td class="nowrap">reset_gpu</td>' in page  # the remap's row
     lines = render_prometheus(report()).splitlines()  # type: ignore[arg-type]
-    assert 'gpudiag_host_action{host="gpu01",action="reboot_node"} 4' in lines
+    assert 'gpudiag_host_action{host="gpu01",action="reboot_node"} 5' in lines
     assert 'gpudiag_host_action{host="gpu02",action="none"} 0' in lines

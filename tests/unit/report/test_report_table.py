@@ -209,7 +209,7 @@ def test_cluster_summary_lists_non_zero_counts_and_the_exit_code():
 
     summary = text.split("Summary\n", 1)[1].splitlines()
     assert summary == [
-        "  hosts     6: 5 ok, 1 unreachable",
+        "  hosts     6: 5 answered, 1 unreachable",
         "  GPUs      9: 1 SM90, 8 SM120",
         "  power     shown as power.draw median (9 GPUs)",
         "  findings  3: 1 BUSY_LOW_POWER, 1 HOST_UNREACHABLE, 1 PCIE_DOWNGRADED",
@@ -334,7 +334,7 @@ def test_summary_line():
     line = render_summary_line(_basic_report())
 
     assert line == (
-        "6 hosts (5 ok, 1 unreachable), 9 GPUs, 3 findings (1 critical, 1 unknown, 1 warning); "
+        "6 hosts (5 answered, 1 unreachable), 9 GPUs, 3 findings (1 critical, 1 unknown, 1 warning); "
         "exit 2: critical findings"
     )
     assert "\n" not in line

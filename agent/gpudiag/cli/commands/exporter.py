@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import typer
 
-from gpudiag.cli.common import configuration_errors, fail, prepared_hosts, say
+from gpudiag.cli.common import (
+    configuration_errors,
+    fail,
+    prepared_hosts,
+    say,
+    stop_code,
+    terminate_as_interrupt,
+)
 from gpudiag.cli.options import command
-from gpudiag.cli.params import Given
+from gpudiag.cli.params import Given, finite
 
 LISTEN = typer.Option("127.0.0.1:9835", "--listen", metavar="ADDRESS:PORT", help="Where to serve /metrics.")
-EVERY = typer.Option(30.0, "--every", min=0.0, metavar="S", help="Seconds from one refresh to the next.")
+EVERY = typer.Option(30.0, "--every", min=0.0, metavar="S", callback=finite,
+                      help="Seconds from one refresh to the next.")
 
 
 @command("exporter")
@@ -25,10 +33,6 @@ def exporter(listen: str = LISTEN, every: float = EVERY, *, given: Given) -> Non
     running = contextlib.ExitStack()  # the run's hosts (and what their sources started), until the exporter ends
     try:
         parse_listen(listen)
-        try:
-            import prometheus_client  # noqa: F401
-        except ImportError:
-            raise ExporterError("gpudiag exporter needs prometheus_client: pip install 'gpudiag[exporter]'") from None
         # stream: as for watch, one collector per host stays on its kept connection and answers every refresh.
         request = build.request(given, {SweepOptions: {"stream": True}})
         prepared = running.enter_context(prepared_hosts(request, "no hosts to export: give targets, -i INVENTORY "
@@ -40,10 +44,11 @@ def exporter(listen: str = LISTEN, every: float = EVERY, *, given: Given) -> Non
         typer.echo(line, err=True)
 
     try:
-        with running:
+        # systemd's stop (SIGTERM) ends it as Ctrl-C does, with its line
+        with terminate_as_interrupt(), running:
             export(prepared, listen=listen, every_s=every, announce=announce, say=say)
     except ExporterError as exc:  # the address cannot be listened on
         raise fail(str(exc)) from None
     except KeyboardInterrupt:
         typer.echo("gpudiag: exporter stopped", err=True)
-        raise typer.Exit(130) from None
+        raise typer.Exit(stop_code()) from None

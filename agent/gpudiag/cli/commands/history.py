@@ -32,10 +32,12 @@ def history(
     if not path.expanduser().is_file():
         raise fail(f"{path}: no such history file")
     try:
-        with History.open(path) as recorded:
+        with History.open_to_read(path) as recorded:
             rows = recorded.runs(last) if host is None else recorded.gpu_rows(host, gpu, last)
     except HistoryError as exc:
         raise fail(str(exc)) from None
+    if host is not None and not rows:  # a mistyped name is not a host with nothing recorded
+        raise fail(f"{path}: no recorded run swept host {host}" + (f" with GPU {gpu}" if gpu is not None else ""))
     if fmt is HistoryFormat.JSON:
         typer.echo(json.dumps(rows, indent=2))
     else:

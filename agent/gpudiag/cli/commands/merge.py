@@ -16,20 +16,18 @@ from gpudiag.cli.params import Given
 def merge(reports: list[Path] = typer.Argument(..., help="JSON reports of gpudiag sweep --format json (shards)."),
           *, given: Given) -> None:
     """Merge the JSON reports of several sweeps (e.g. --shard 1/4 ... 4/4) into one report."""
-    import json
-
+    from gpudiag.audit.inputs import InputError, read_report
     from gpudiag.cli import build
     from gpudiag.model.request import OutputRequest
-    from gpudiag.report.json_report import from_document
     from gpudiag.sweep.shard import ShardError
     from gpudiag.sweep.shard import merge as merge_reports
 
     loaded = []
     for path in reports:
         try:
-            loaded.append((str(path), from_document(json.loads(path.read_text()))))
-        except (OSError, ValueError) as exc:
-            raise fail(f"{path}: {exc}") from None
+            loaded.append((str(path), read_report(path)))
+        except InputError as exc:
+            raise fail(str(exc)) from None
     try:
         report = merge_reports(loaded)
     except ShardError as exc:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from gpudiag.cli.common import configuration_errors, fail, sweep_hosts
+from gpudiag.cli.common import configuration_errors, fail, report_printed, sweep_hosts
 from gpudiag.cli.options import command
 from gpudiag.cli.params import Given
 from gpudiag.report import OutputFormat
@@ -22,13 +22,15 @@ if TYPE_CHECKING:
 @command("sweep")
 def sweep(*, given: Given) -> None:
     """Sweep hosts over SSH, read their GPUs and logs, and report what is wrong."""
+    from gpudiag.audit.outputs import check_outputs
     from gpudiag.audit.scheduled import check_history
     from gpudiag.cli import build, slurm
 
     try:
         request = build.request(given)
-        if request.audit is not None:
-            check_history(request.audit)  # a history that cannot take the run: one line, before any connection
+        if request.audit is not None:  # an output or history that cannot take the run: one line, before any connection
+            check_outputs(request.audit)
+            check_history(request.audit)
         # Where Slurm gave the hosts, its nodes' states are kept with them (selected.slurm_nodes).
         report, selected = sweep_hosts(request, no_hosts="no hosts to sweep: give targets, -i INVENTORY, --local, "
                                                          "--slurm-* or --demo")
@@ -75,6 +77,8 @@ def finish(report: SweepReport, request: SweepRequest, drained: Drained | None =
                     loud=drained is not None and bool(drained.actions))
     if outcome.stdout:
         typer.echo(outcome.stdout)
+        sys.stdout.flush()
+    report_printed()
     if drained is not None and (output.format is not OutputFormat.TABLE or not outcome.report_shown):
         for action in drained.actions:  # said on stderr where stdout does not list them
             typer.echo(f"gpudiag: {action.line}", err=True)

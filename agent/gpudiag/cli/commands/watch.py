@@ -9,16 +9,26 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from gpudiag.cli.common import configuration_errors, fail, prepared_hosts, render_report, say, terminal_width
+from gpudiag.cli.common import (
+    configuration_errors,
+    fail,
+    prepared_hosts,
+    render_report,
+    say,
+    stop_code,
+    terminal_width,
+    terminate_as_interrupt,
+)
 from gpudiag.cli.options import command
-from gpudiag.cli.params import Given
+from gpudiag.cli.params import Given, finite
 from gpudiag.model.choices import TextFormat
 
 if TYPE_CHECKING:
     from gpudiag.model import SweepReport
     from gpudiag.sweep.watch import Changes
 
-EVERY = typer.Option(5.0, "--every", min=0.0, metavar="S", help="Seconds from one refresh to the next.")
+EVERY = typer.Option(5.0, "--every", min=0.0, metavar="S", callback=finite,
+                      help="Seconds from one refresh to the next.")
 COUNT = typer.Option(0, "--count", min=0, metavar="N", help="Stop after this many refreshes (0: until Ctrl-C).")
 PLAIN = typer.Option(False, "--plain", metavar="", rich_help_panel="Output",
                      help="Print each refresh below the last (no redraw).")
@@ -59,9 +69,9 @@ def watch(every: float = EVERY, count: int = COUNT, plain: bool = PLAIN, *, give
             typer.echo(text)
 
     try:
-        with running, screen if screen is not None else contextlib.nullcontext():
+        with terminate_as_interrupt(), running, screen if screen is not None else contextlib.nullcontext():
             last = keep_watching(prepared, every_s=every, count=count, on_refresh=show, say=say)
     except KeyboardInterrupt:
         typer.echo("gpudiag: watch stopped", err=True)
-        raise typer.Exit(130) from None
+        raise typer.Exit(stop_code()) from None
     raise typer.Exit(last.exit_code if last else 0)
