@@ -28,7 +28,9 @@ from gpudiag.logs import build_plans
 from gpudiag.model import Host, SmiStatus
 from loopback import install_fake_bin
 
-pytestmark = pytest.mark.integration
+# Its tests share a module-scoped fixture: one worker runs them all, else each worker builds it again
+# (pyproject.toml: --dist loadgroup).
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("test_node_old_python")]
 
 OLD_PYTHON_VARIABLE = "GPUDIAG_OLD_PYTHON"
 
