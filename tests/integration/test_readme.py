@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 # Its tests share a module-scoped fixture: one worker runs them all, else each worker builds it again
-# (pyproject.toml: --dist loadgroup).
+# (with --dist loadgroup; the default, --dist loadfile, keeps a file on one worker).
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("test_readme")]
 
 REPO = Path(__file__).resolve().parents[2]

@@ -25,7 +25,7 @@ from gpudiag.transport.ssh import SshOptions, SshTransport
 from gpudiag_node import smi as probe
 
 # Its tests share a module-scoped fixture: one worker runs them all, else each worker builds it again
-# (pyproject.toml: --dist loadgroup).
+# (with --dist loadgroup; the default, --dist loadfile, keeps a file on one worker).
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("test_sweep")]
 
 FAST = SweepOptions(samples=3, interval_s=0.1, deadline_s=20.0, settings=CheckSettings())
