@@ -18,7 +18,9 @@ from cli_run import run_cli
 from loopback import SshdCluster, SshdUnavailable, running_cluster
 from webhook import Webhook, running_webhook
 
-pytestmark = pytest.mark.integration
+# Its tests share a module-scoped fixture: one worker runs them all, else each worker builds it again
+# (with --dist loadgroup; the default, --dist loadfile, keeps a file on one worker).
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("test_audit")]
 REPO = Path(__file__).resolve().parents[2]
 NODES = {"127.0.0.2": "healthy", "127.0.0.3": "healthy"}
 

@@ -21,7 +21,9 @@ from gpudiag.sweep.runner import SweepOptions, sweep
 from gpudiag.transport.ssh import SshOptions, SshTransport
 from loopback import SshdCluster, SshdUnavailable, running_cluster
 
-pytestmark = pytest.mark.integration
+# Its tests share a module-scoped fixture: one worker runs them all, else each worker builds it again
+# (with --dist loadgroup; the default, --dist loadfile, keeps a file on one worker).
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("test_culprit_sshd")]
 
 SCENARIOS = {"127.0.0.2": "two_processes", "127.0.0.3": "invisible_memory", "127.0.0.4": "held_idle",
              "127.0.0.5": "nccl_job", "127.0.0.6": "idle"}

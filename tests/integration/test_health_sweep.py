@@ -17,7 +17,9 @@ from gpudiag.sweep.runner import SweepOptions, sweep
 from gpudiag.transport.ssh import SshOptions, SshTransport
 from loopback import SshdUnavailable, running_cluster
 
-pytestmark = pytest.mark.integration
+# Its tests share a module-scoped fixture: one worker runs them all, else each worker builds it again
+# (with --dist loadgroup; the default, --dist loadfile, keeps a file on one worker).
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("test_health_sweep")]
 
 SCENARIOS = {"127.0.0.2": "healthy", "127.0.0.3": "row_remap_pending", "127.0.0.4": "row_remap_failed",
              "127.0.0.5": "recovery_action", "127.0.0.6": "ecc_off", "127.0.0.7": "nvlink_down",

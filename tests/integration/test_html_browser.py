@@ -30,7 +30,8 @@ import pytest
 from cli_run import run_cli
 
 # Many SSH handshakes (or a browser) at once: one worker runs the "bursts" group, one test after another
-# (pyproject.toml: --dist loadgroup), so no two bursts share the two cores and read as timeouts.
+# (with --dist loadgroup; the default, --dist loadfile, keeps a file on one worker), so no two bursts share the
+# two cores and read as timeouts.
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("bursts")]
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -23,7 +23,8 @@ import pytest
 from loopback import interrupt
 
 # Many SSH handshakes (or a browser) at once: one worker runs the "bursts" group, one test after another
-# (pyproject.toml: --dist loadgroup), so no two bursts share the two cores and read as timeouts.
+# (with --dist loadgroup; the default, --dist loadfile, keeps a file on one worker), so no two bursts share the
+# two cores and read as timeouts.
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("bursts")]
 REPO = Path(__file__).resolve().parents[2]
 HOSTS = 50

@@ -28,7 +28,9 @@ from gpudiag.logs import build_plans
 from gpudiag.model import Host, SmiStatus
 from loopback import install_fake_bin
 
-pytestmark = pytest.mark.integration
+# Its tests share a module-scoped fixture: one worker runs them all, else each worker builds it again
+# (with --dist loadgroup; the default, --dist loadfile, keeps a file on one worker).
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("test_node_old_python")]
 
 OLD_PYTHON_VARIABLE = "GPUDIAG_OLD_PYTHON"
 

@@ -19,7 +19,9 @@ from gpudiag.transport.pacing import Pacing
 from gpudiag.transport.ssh import SshOptions, SshTransport
 from loopback import SshdCluster, SshdUnavailable, running_cluster
 
-pytestmark = pytest.mark.integration
+# Its tests share a module-scoped fixture: one worker runs them all, else each worker builds it again
+# (with --dist loadgroup; the default, --dist loadfile, keeps a file on one worker).
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("test_pacing_sshd")]
 TARGETS = 30  # two sshds (16 addresses each), ~15 handshakes at once each when nothing paces them
 FAST = SweepOptions(samples=1, interval_s=0.0, deadline_s=30.0)
 

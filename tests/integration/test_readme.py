@@ -28,7 +28,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.integration
+# Its tests share a module-scoped fixture: one worker runs them all, else each worker builds it again
+# (with --dist loadgroup; the default, --dist loadfile, keeps a file on one worker).
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("test_readme")]
 
 REPO = Path(__file__).resolve().parents[2]
 _NOT_SOURCES = shutil.ignore_patterns(".git", "build", "dist", ".venv", "*.egg-info", "__pycache__",

@@ -24,7 +24,9 @@ from gpudiag.sweep.runner import SweepOptions, sweep
 from gpudiag.transport.ssh import SshOptions, SshTransport
 from gpudiag_node import smi as probe
 
-pytestmark = pytest.mark.integration
+# Its tests share a module-scoped fixture: one worker runs them all, else each worker builds it again
+# (with --dist loadgroup; the default, --dist loadfile, keeps a file on one worker).
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("test_sweep")]
 
 FAST = SweepOptions(samples=3, interval_s=0.1, deadline_s=20.0, settings=CheckSettings())
 

@@ -14,7 +14,9 @@ import pytest
 from cli_run import run_cli
 from loopback import SshdCluster, SshdUnavailable, running_cluster
 
-pytestmark = pytest.mark.integration
+# Its tests share a module-scoped fixture: one worker runs them all, else each worker builds it again
+# (with --dist loadgroup; the default, --dist loadfile, keeps a file on one worker).
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("test_targets_sshd")]
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -15,6 +15,10 @@ from rich.cells import cell_len
 
 from pty_screen import PtyRun, run_in_pty, strip_escapes
 
+# Its tests share a module-scoped fixture: one worker runs them all, else each worker builds it again
+# (with --dist loadgroup; the default, --dist loadfile, keeps a file on one worker).
+pytestmark = pytest.mark.xdist_group("test_terminal_width")
+
 GPUDIAG = [sys.executable, "-m", "gpudiag"]
 
 

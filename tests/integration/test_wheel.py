@@ -21,7 +21,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.integration
+# Its tests share a module-scoped fixture: one worker runs them all, else each worker builds it again
+# (with --dist loadgroup; the default, --dist loadfile, keeps a file on one worker).
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("test_wheel")]
 
 REPO = Path(__file__).resolve().parents[2]
 # What the copy leaves out: the checkout's own build products and caches (the strict editable install's

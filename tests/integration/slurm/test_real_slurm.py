@@ -15,7 +15,8 @@ from gpudiag.sources.slurm import SlurmError, SlurmSelection, select_nodes
 from gpudiag.sweep.shard import select_shard
 from slurm_cluster import SlurmCluster
 
-# One worker runs them all, on the session's one Slurm cluster (pyproject.toml: --dist loadgroup).
+# One worker runs them all, on the session's one Slurm cluster (with --dist loadgroup; the default, --dist
+# loadfile, keeps a file on one worker).
 pytestmark = [pytest.mark.integration, pytest.mark.slurm, pytest.mark.xdist_group("slurm")]
 REPO = Path(__file__).resolve().parents[3]
 
