@@ -578,6 +578,9 @@ def collect_round(config, kept):
         # A log search reads no GPU, so no GPU lists its processes: the servers are found by command line.
         servers = _processes_module().servers_running(config["discover_logs"].get("servers"))
         scan_server_logs(doc, config["discover_logs"], call_timeout_s, started, processes=servers)
+    if config.get("active"):  # issue 31: the test of the idle GPUs, last (it needs the window's verdict)
+        from . import active
+        doc["active"] = active.run(config["active"], doc, _rows_read(doc), started)
     if proc.HUNG:  # each call that outlived its bound and was killed: which one, after how long
         doc["hung"] = list(proc.HUNG)
     if isinstance(doc.get("context"), dict):

@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from gpudiag.checks.actions import with_action
+from gpudiag.checks.active import slow_gpus
 from gpudiag.model import Finding, HostReport, Severity, SweepReport
 from gpudiag.sources.hostlist import fold
 
@@ -108,10 +109,12 @@ def driver_drift(report: SweepReport, groups: Mapping[str, Sequence[str]]) -> di
 
 
 def with_fleet_findings(report: SweepReport, groups: Mapping[str, Sequence[str]]) -> SweepReport:
-    """``report`` with each host's fleet findings (DRIVER_DRIFT) after its own."""
+    """``report`` with each host's fleet findings (DRIVER_DRIFT, the active test's SLOW_*) after its own."""
     drift = driver_drift(report, groups)
-    if not drift:
+    slow = slow_gpus(report)  # issue 31: each tested GPU against its model's published figures and peers
+    if not drift and not slow:
         return report
     return dataclasses.replace(report, hosts=tuple(
-        dataclasses.replace(h, findings=(*h.findings, drift[h.host])) if h.host in drift else h
-        for h in report.hosts))
+        dataclasses.replace(h, findings=(*h.findings, *([drift[h.host]] if h.host in drift else ()),
+                                         *slow.get(h.host, ())))
+        if h.host in drift or h.host in slow else h for h in report.hosts))

@@ -69,6 +69,8 @@ def sweep_options(given: Mapping[str, Any], **fixed: Any) -> SweepOptions:
         values["logs"] = logs(given)
     if "save_raw" in given:
         values["raw_dir"] = given["save_raw"]
+    if "active" in given:
+        values["active"] = given["active"]
     return SweepOptions(**(values | fixed))
 
 

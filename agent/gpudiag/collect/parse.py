@@ -21,6 +21,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from gpudiag.collect.parse_active import parse_active
 from gpudiag.collect.parse_links import with_links
 from gpudiag.collect.parse_logs import parse_context, parse_logs
 from gpudiag.collect.parse_nccl_ras import parse_nccl_ras
@@ -265,6 +266,7 @@ def _parse_probe(doc: Mapping[str, Any], claims: Claims, *, output_truncated: bo
                               "context": parse_context(doc.get("context")),
                               "hung_calls": parse_hung(doc.get("hung")),
                               "nccl_ras": parse_nccl_ras(doc.get("nccl_ras")),
+                              "active": parse_active(doc.get("active")),
                               **parse_processes(doc, mapping(doc.get("nvml")), claims)}
     if doc.get("source") == "nvml" and isinstance(doc.get("nvml"), dict):
         return _parse_nvml(doc["nvml"], common, claims)

@@ -20,6 +20,7 @@ from gpudiag.collect.parse import ProbeFormatError, parse_probe_output
 from gpudiag.collect.remote import TIMEOUT_EXIT_STATUSES, collector_call
 from gpudiag.logs.plan import NO_LOGS, LogOptions, LogPlan, build_plans
 from gpudiag.model import Host, HostReport, HostStatus, NodeReadings, RemoteResult, SweepReport, UnreachableReason
+from gpudiag.model.active import ACTIVE_BUDGET_S
 from gpudiag.model.choices import Source
 from gpudiag.transport.base import OutOfFiles, RemoteCommand, Transport, TransportError
 from gpudiag.transport.limits import window_for
@@ -49,6 +50,7 @@ class SweepOptions:
     stream: bool = False  # watch: one collector process per host answers every refresh (a kept connection)
     idle_s: float | None = None  # watch: a kept collector asked nothing for this long leaves (None: its default)
     settings: CheckSettings = field(default_factory=CheckSettings)
+    active: bool = False  # --active: the active test of the idle GPUs (gpudiag_node.active), within the deadline
 
 
 class SweepObserver(Protocol):
@@ -104,7 +106,8 @@ def collector_command(options: SweepOptions, plan: LogPlan = NO_LOGS) -> RemoteC
                           gpus=options.gpus, stream=options.stream, idle_s=options.idle_s,
                           discover_logs=plan.discover_config(),
                           topology_if={"busy_pct": options.settings.busy_utilization_pct,
-                                       "low_power_pct": options.settings.low_power_pct})
+                                       "low_power_pct": options.settings.low_power_pct},
+                          active_budget_s=ACTIVE_BUDGET_S if options.active else None)
     return RemoteCommand(command=call.command, stdin=call.stdin, deadline_s=options.deadline_s + DEADLINE_GRACE_S,
                          stdout_limit_bytes=options.stdout_limit_bytes, stream=options.stream,
                          ends_with_stdin=call.ends_with_stdin, kept_stdin=call.kept_stdin)
