@@ -9,15 +9,15 @@ Writes OUTDIR/<case>.json (the collector's document) and OUTDIR/cases.txt (what 
 and what was left running after it). Cases: idle_1..3 (the figures), plain (the same sweep without --active:
 the wall time the test adds), busy (bench/gpu_workloads.py gemm running: skipped), recheck (gemm running, the
 window's verdict forced to idle: the test's own re-check skips it), deadline (the test slowed 30x: ended at its
-budget), cut (the channel closes mid-test, as on Ctrl-C: the loader ends the group), sigint (SIGINT to the
-group, as a terminal's Ctrl-C does to `gpudiag local`)."""
+budget), sweep_deadline (the same past the sweep's deadline: `timeout` ends the group), cut (the channel
+closes mid-test, as on Ctrl-C of a sweep: the loader ends the group). Before each case the GPU is let settle
+to 0% (NVML's utilization averages the last second: a test just ended still reads busy)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -46,16 +46,31 @@ def leftovers() -> str:
     return f"processes left: {mine or 'none'}; GPU compute processes: {apps or 'none'}"
 
 
+def settle(most_s: float = 10.0) -> None:
+    """Wait until the GPUs read 0% busy (at most ``most_s``)."""
+    until = time.monotonic() + most_s
+    while time.monotonic() < until:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True).stdout.split()
+        if out and all(u == "0" for u in out):
+            return
+        time.sleep(0.5)
+
+
 def sweep_once(*, deadline_s: float = 30.0, active_budget_s: float | None = 10.0, scale: float = 1.0,
-               cut_after_s: float | None = None, sigint_after_s: float | None = None) -> tuple[dict, float, int]:
-    """(document, wall seconds, exit status) of one collection through the sweep's own command line."""
+               cut_after_s: float | None = None, uncapped: bool = False) -> tuple[dict, float, int]:
+    """(document, wall seconds, exit status) of one collection through the sweep's own command line.
+    ``uncapped``: the node is not told the deadline (as if its own bound failed): only `timeout` ends it."""
     import gpudiag.collect.remote as remote
 
     real_bundle = remote.bundle
 
     def slowed(config: dict, **kw: object) -> bytes:  # the deadline cases: each part `scale` times longer
         if "active" in config:
-            config = dict(config, active=dict(config["active"], scale=scale))
+            active = dict(config["active"], scale=scale)
+            if uncapped:
+                active.pop("deadline_s", None)
+            config = dict(config, active=active)
         return real_bundle(config, **kw)
 
     remote.bundle = slowed
@@ -73,9 +88,6 @@ def sweep_once(*, deadline_s: float = 30.0, active_budget_s: float | None = 10.0
     if cut_after_s is not None:
         time.sleep(cut_after_s)
         proc.stdin.close()  # the channel closed: what sshd does to the command when the sweep is cancelled
-    elif sigint_after_s is not None:
-        time.sleep(sigint_after_s)
-        os.killpg(proc.pid, signal.SIGINT)
     # stdin stays open until the command ends, as the SSH transport keeps it (its end means "cancelled")
     import threading
 
@@ -132,9 +144,11 @@ def main() -> None:
         log.write(line)
         log.flush()
 
+    settle()
     doc, wall, code = sweep_once(active_budget_s=None)
     record("plain", doc, wall, code)
     for i in (1, 2, 3):
+        settle()
         record(f"idle_{i}", *sweep_once())
     workload = subprocess.Popen([args.workload_python, "bench/gpu_workloads.py", "gemm"])
     try:
@@ -152,12 +166,15 @@ def main() -> None:
     finally:
         workload.kill()
         workload.wait()
-    time.sleep(4)  # utilization back to 0
+    settle()
     record("deadline", *sweep_once(active_budget_s=4.0, scale=30.0))
-    record("sweep_deadline", *sweep_once(deadline_s=9.0, active_budget_s=10.0, scale=30.0))
+    settle()
+    # The sweep's deadline is shorter than the test's budget less its margin: `timeout` ends the group.
+    record("sweep_deadline", *sweep_once(deadline_s=9.0, active_budget_s=20.0, scale=30.0, uncapped=True))
+    settle()
     record("cut", *sweep_once(scale=30.0, cut_after_s=6.0))
-    time.sleep(1)
-    record("sigint", *sweep_once(scale=30.0, sigint_after_s=6.0))
+    time.sleep(2)
+    log.write(f"2 s after the cut: {leftovers()}\n")
     log.close()
 
 

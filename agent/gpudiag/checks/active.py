@@ -47,19 +47,19 @@ def active_test(host: str, node: NodeReadings, settings: CheckSettings) -> Itera
     for gpu in test.gpus:
         if gpu.state is ActiveState.TIMED_OUT:
             yield Finding(code="ACTIVE_TEST_TIMEOUT", severity=Severity.CRITICAL, host=host, gpu=gpu.gpu,
-                          summary=f"GPU {gpu.gpu}'s active test did not finish in its {test.budget_s or 0:g} s "
-                                  "budget and was ended: a healthy GPU finishes it in a few seconds",
+                          summary=f"the active test did not finish in its {test.budget_s or 0:g} s budget and was "
+                                  "ended: a healthy GPU finishes it in a few seconds",
                           evidence={"budget_s": test.budget_s, "why": gpu.why, **_reached(gpu)})
         elif gpu.state is ActiveState.FAILED:
             yield Finding(code="ACTIVE_TEST_FAILED", severity=Severity.CRITICAL, host=host, gpu=gpu.gpu,
-                          summary=f"GPU {gpu.gpu}'s active test failed: {gpu.why}",
+                          summary=f"the active test failed: {gpu.why}",
                           evidence={"error": gpu.why, **_reached(gpu)})
         if gpu.xids or gpu.ecc_uncorrected_rise:
             said = [f"Xid {', '.join(str(x) for x in gpu.xids)}"] if gpu.xids else []
             said += [f"{gpu.ecc_uncorrected_rise} uncorrected ECC error(s)"] if gpu.ecc_uncorrected_rise else []
             yield Finding(code="ACTIVE_TEST_ERRORS", severity=Severity.CRITICAL, host=host, gpu=gpu.gpu,
-                          summary=f"GPU {gpu.gpu} raised {' and '.join(said)} under the active test's load "
-                                  "(caused by the test): the GPU fails under load",
+                          summary=f"raised {' and '.join(said)} under the active test's load (caused by the "
+                                  "test): the GPU fails under load",
                           evidence={"xids": gpu.xids, "ecc_uncorrected_rise": gpu.ecc_uncorrected_rise,
                                     "ecc_corrected_rise": gpu.ecc_corrected_rise})
 
@@ -134,7 +134,7 @@ def _judge(one: _Tested, figure: str, unit: str, value: float, peers: list[float
         return None
     code, verb = SLOW[figure]
     model = one.model.removeprefix("NVIDIA ")
-    parts = [f"GPU {reading.index} {verb} {value:g} {unit}"]
+    parts = [f"{verb} {value:g} {unit}"]
     if table is not None:
         parts.append(f"where a healthy {model} reaches {table[0]:g} ({table[1]:g} published)")
     if median is not None:

@@ -20,7 +20,7 @@ is the PCIe generation and width the card is built for. Sources (NVIDIA's datash
 What the test reaches of those peaks on a healthy GPU (:data:`REACHED`) was measured on the H200
 (tests/data/h200_580.159_active/README.md): an FMA loop runs at the boost clock only while the power
 limit allows, a device-to-device copy does not reach the HBM's peak, and a PCIe copy loses the packet
-overheads. A GPU is judged against ``peak x reached``: its expected figure.
+overheads. A GPU is judged against ``peak x reached``: its expected figure, the least a healthy one reaches.
 """
 
 from __future__ import annotations
@@ -58,8 +58,11 @@ PUBLISHED: tuple[Published, ...] = (
 PCIE_LANE_GB_S = {1: 0.25, 2: 0.5, 3: 8 / 8 * 128 / 130, 4: 16 / 8 * 128 / 130, 5: 32 / 8 * 128 / 130,
                   6: 64 / 8 * 242 / 256}
 
-# The share of each peak the test's kernels reach on a healthy GPU (measured on the H200: see above).
-REACHED = {"compute_tflops": 0.85, "memory_copy_gb_s": 0.85, "pcie_h2d_gb_s": 0.75, "pcie_d2h_gb_s": 0.75}
+# The share of each peak a healthy GPU reaches at least in the test. The H200 reached 0.93 of its fp32 peak
+# (62.5 of 67 TFLOP/s at 1980 MHz), 0.89 of its HBM peak (4266 of 4800 GB/s) and 0.88 of its Gen5 x16 link
+# (55.3 of 63.0 GB/s each way) in every run (tests/data/h200_580.159_active); the floors leave room for other
+# models and drivers (a copy engine or a boost clock that reaches less) and for PCIe through a hypervisor.
+REACHED = {"compute_tflops": 0.8, "memory_copy_gb_s": 0.8, "pcie_h2d_gb_s": 0.7, "pcie_d2h_gb_s": 0.7}
 
 
 def published(gpu_name: str | None) -> Published | None:
@@ -99,4 +102,4 @@ def expected(figure: str, gpu_name: str | None, pcie_gen_max: int | None = None,
         if link is None:
             return None
         peak = link
-    return round(peak * REACHED[figure], 1), peak
+    return round(peak * REACHED[figure], 1), round(peak, 1)

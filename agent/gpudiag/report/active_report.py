@@ -5,6 +5,7 @@ Prometheus gauges, the JSON's per-GPU object. Pure text; the figures' names and 
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,6 +14,7 @@ from gpudiag.model.active import ActiveGpu, ActiveState
 from gpudiag.model.json_codec import encode
 from gpudiag.report.escape import html_text as escape
 from gpudiag.report.escape import safe_lines
+from gpudiag.report.fold import index_ranges
 
 
 def _results(report: SweepReport) -> Iterator[tuple[HostReport, ActiveGpu]]:
@@ -36,9 +38,10 @@ def under_load(result: ActiveGpu) -> str:
     return ", ".join(said)
 
 
-def text_lines(report: SweepReport) -> list[str]:
-    """The table's "Active test" lines: a heading, then per host its error (if any) and each GPU's figures or
-    what became of its test. Empty when no host ran the test."""
+def text_lines(report: SweepReport, width: int = 80) -> list[str]:
+    """The table's "Active test" lines, ``width`` columns wide: a heading, then per host its error (if any),
+    each tested GPU's figures, and the GPUs not tested folded by what became of them (a line wrapped under
+    itself). Empty when no host ran the test."""
     lines: list[str] = []
     for host in report.hosts:
         test = host.readings.active if host.readings is not None else None
@@ -46,16 +49,24 @@ def text_lines(report: SweepReport) -> list[str]:
             continue
         if test.error:
             lines.append(f"{host.host}: {test.error}")
+        said: dict[str, list[int]] = {}  # GPUs not tested, by what became of them: one line each
         for result in test.gpus:
-            figures = test.line(result.gpu) or ""
-            load = under_load(result) if result.state is ActiveState.TESTED else ""
-            lines.append(f"{host.host} GPU {result.gpu}: {figures}{f' ({load})' if load else ''}")
+            if result.state is ActiveState.NOT_RUN and result.why == test.error:
+                continue  # said once for the node, above
+            if result.state is not ActiveState.TESTED:
+                said.setdefault(test.line(result.gpu) or "", []).append(result.gpu)
+                continue
+            load = under_load(result)
+            lines.append(f"{host.host} GPU {result.gpu}: {test.line(result.gpu)}{f' ({load})' if load else ''}")
+        lines += [f"{host.host} GPU {index_ranges(gpus)}: {text}" for text, gpus in said.items()]
     if not lines:
         return []
     elapsed = [h.readings.active.elapsed_s for h in report.hosts
                if h.readings is not None and h.readings.active is not None and h.readings.active.elapsed_s]
     took = f" (up to {max(elapsed):.1f} s a node)" if elapsed else ""
-    return [f"Active test{took}", *(safe_lines(line) for line in lines)]
+    wrapped = [part for line in lines for part in textwrap.wrap(safe_lines(line), max(20, width),
+                                                                subsequent_indent="    ", break_on_hyphens=False)]
+    return [f"Active test{took}", *wrapped]
 
 
 def gpu_document(host: HostReport, gpu: GpuReading) -> dict[str, Any] | None:

@@ -457,10 +457,10 @@ def render_table(report: SweepReport, *, width: int = 160, color: bool = False, 
                 console.print()
             for renderable in _no_gpu_lines(without_gpus, by_name, width, color):
                 console.print(renderable)
-        active = text_lines(report)  # issue 31: each GPU's figures under --active
+        active = text_lines(report, width)  # issue 31: each GPU's figures under --active
         if active:
             console.print()
-            console.print(safe_text("\n".join(active)))
+            buffer.write("\n".join(active) + "\n")
         console.print()
     for renderable in findings_section(report, width=width, color=color, fold=fold):
         console.print(renderable)
