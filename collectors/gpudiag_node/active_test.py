@@ -366,10 +366,15 @@ def child_main(config):
     except (OSError, AttributeError):
         nvml = None
     handles = {i: nvml.handle(b) for i, b in asked} if nvml is not None else {}
-    busy = {} if nvml is not None else _smi_in_use(config.get("smi") or "nvidia-smi", [b for _, b in asked])
+    # Where NVML gave no handle (no NVML here, or not for that bus id), nvidia-smi re-checks.
+    unhandled = [b for i, b in asked if handles.get(i) is None and b]
+    busy = _smi_in_use(config.get("smi") or "nvidia-smi", unhandled) if unhandled else {}
     ready = []
     for index, bus in asked:
-        why = nvml.in_use(handles[index]) if handles.get(index) is not None else busy.get(bus)
+        if handles.get(index) is not None:
+            why = nvml.in_use(handles[index])
+        else:
+            why = busy.get(bus) if bus else "not re-checked: its PCI bus id was not read"
         if why:
             _emit({"gpu": index, "skipped": why})
         else:
