@@ -17,6 +17,7 @@ from . import active_test
 
 BUDGET_S = 10.0  # the whole test, start-up included, unless the config says less
 MARGIN_S = 2.0  # of the collector's deadline, kept to finish and send the document
+KILL_WAIT_S = 1.0  # for the test's process to go once killed (a process inside a driver call may not at once)
 
 
 def _number(value):
@@ -99,7 +100,11 @@ def run(config, doc, rows, started):
     except subprocess.TimeoutExpired:
         timed_out = True
         child.kill()  # its CUDA contexts end with it
-        child.wait()
+        try:
+            child.wait(KILL_WAIT_S)
+        except subprocess.TimeoutExpired:  # stuck in the driver: the group's end at the deadline takes it
+            out["error"] = "the test's process did not end at SIGKILL within %g s (stuck in the driver)" % (
+                KILL_WAIT_S)
     child.stdout.close()
     child.stderr.close()
     out["elapsed_s"] = round(time.monotonic() - started, 2)
