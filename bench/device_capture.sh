@@ -57,7 +57,7 @@ import json, sys
 doc = json.load(open(sys.argv[1]))
 for h in doc["hosts"]:
     for g in h["gpus"]:
-        print(sys.argv[1].rsplit("/", 1)[-1], "util", g["utilization_pct"], "power", g["power_w"], "mem", g["memory_used_mib"])
+        print(sys.argv[1].rsplit("/", 1)[-1], "util", g["utilization_pct"], "power", (g["power"] or {}).get("watts"), "mem", g["memory_used_mib"])
     for f in h["findings"]:
         print("  ", f["code"], f["summary"][:300])
     for p in ((h["node"] or {}).get("processes") or []):

@@ -2,7 +2,7 @@
 # 127.0.0.1:2222 (Debian's packages unpacked into a private folder, never into /; see shared/device-ssh.md).
 # Leaves: $R (the unpacked OpenSSH), $S (keys, known_hosts, config), SSH (the plain client, as root), SWEEP
 # (gpudiag sweep of that node, as root).
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "${WHL:-.whl}"/*.whl \
     || exit 1
 export PYTHONPATH=/tmp/site:$PWD/tests  # gpudiag from its wheel; tests/ for the harness modules
 

@@ -50,8 +50,9 @@ for path in sys.argv[1:]:
         node = h["node"] or {}
         print(path.rsplit("/", 1)[-1], h["status"], h["error"], "source", node.get("source"))
         for g in h["gpus"]:
-            print(f"  util {g['utilization_pct']} mem {g['memory_utilization_pct']} power {g['power_w']} "
-                  f"instant {g['power_instant_w']} energy {g['energy_power_w']} /{g['enforced_power_limit_w']} "
+            raw = (g["power"] or {}).get("readings", {})
+            print(f"  util {g['utilization_pct']} mem {g['memory_utilization_pct']} power {raw.get('power_draw')} "
+                  f"instant {raw.get('power_draw_instant')} energy {raw.get('energy_counter')} /{g['enforced_power_limit_w']} "
                   f"shown {g['power']} sm {g['sm_clock_mhz']}/{g['max_sm_clock_mhz']} "
                   f"reasons {g['clock_event_reasons']} failed {g['failed_readings']}")
         print("  findings", [f["code"] for f in h["findings"]], "exit", doc["summary"]["exit_code"])

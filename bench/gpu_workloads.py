@@ -12,8 +12,17 @@ state so a sweep taken while it runs reads that state:
   copy         large device-to-device copies (bandwidth-bound)
   small_gemm   many 256x256 bf16 GEMMs (latency-bound-ish)
   gemm         large 8192^3 bf16 GEMMs (compute-bound, at the power cap)
+  hold20       20 GiB (14% of an H200) allocated and nothing launched (a smaller idle holder: issue 28)
   hold60       60 GiB allocated and nothing launched (the idle holder beside a spinner: issue 21)
   hold100      100 GiB allocated and nothing launched (a job that holds a GPU and does not use it)
+  context      a bare CUDA context and one tiny tensor, nothing launched after (what any CUDA process holds
+               before it allocates: the floor below which a holder is not "holding" the GPU)
+  moe_dispatch the case study's MoE dispatch, eager: 8 layers x 64 experts of 16 tokens each, per expert a
+               gather, a bf16 [16 x 2048] x [2048 x 1408] GEMM, SiLU, the [16 x 1408] x [1408 x 2048] GEMM back
+               and a scatter-add, one launch at a time from Python: the GPU half busy, its SMs nearly idle, the
+               launching thread pegged (the launch-bound GPU in the middle: issue 28)
+  partly_busy  real work half the time: bursts of 8192^3 bf16 GEMMs, each followed by a sleep as long as the
+               burst, the host thread blocked (not spinning) while the GPU computes: ~50% busy, no pegged thread
   nccl1        a world-size-1 torch.distributed NCCL job all-reducing in a loop (NCCL's RAS thread runs)
   eager_decode a small GPT-like transformer decoding token by token at batch 1 in eager PyTorch, with a KV
                cache and a greedy ``.item()`` per token: its Python thread is pegged while the GPU is mostly
@@ -80,8 +89,9 @@ def main(workload: str) -> None:
             for _ in range(20):
                 a @ b
             torch.cuda.synchronize()
-    if workload in ("hold60", "hold100"):
-        held = torch.empty(int(workload[4:]) * 1024**3, dtype=torch.uint8, device=dev)
+    if workload in ("hold20", "hold60", "hold100", "context"):
+        size = int(workload[4:]) * 1024**3 if workload != "context" else 1
+        held = torch.empty(size, dtype=torch.uint8, device=dev)
         held.fill_(1)
         torch.cuda.synchronize()
         while True:
@@ -102,6 +112,10 @@ def main(workload: str) -> None:
             time.sleep(0.01)
     if workload == "eager_decode":
         eager_decode(torch, dev)
+    if workload == "moe_dispatch":
+        moe_dispatch(torch, dev)
+    if workload == "partly_busy":
+        partly_busy(torch, dev)
     raise SystemExit(f"unknown workload {workload!r}; see the module docstring")
 
 
@@ -142,6 +156,45 @@ def eager_decode(torch, dev, layers: int = 6, width: int = 768, heads: int = 12,
                 print(f"Decode batch. #running-req: 1, #token: {pos}, token usage: 0.00, cuda graph: False, "
                       f"gen throughput (token/s): {done / (time.monotonic() - start):.2f}, #queue-req: 0",
                       flush=True)
+
+
+def moe_dispatch(torch, dev, layers: int = 8, experts: int = 64, tokens: int = 16, hidden: int = 2048,
+                 ffn: int = 1408) -> None:
+    """Forward passes forever through MoE layers dispatched expert by expert, eagerly: ~2,600 tiny kernels a
+    pass, each launched by the one Python thread, one synchronize a pass (the step's end)."""
+    f = torch.nn.functional
+    dt = torch.bfloat16
+    up = [torch.randn(experts, hidden, ffn, device=dev, dtype=dt) * 0.02 for _ in range(layers)]
+    down = [torch.randn(experts, ffn, hidden, device=dev, dtype=dt) * 0.02 for _ in range(layers)]
+    router = [torch.randn(hidden, experts, device=dev, dtype=dt) for _ in range(layers)]
+    x0 = torch.randn(experts * tokens, hidden, device=dev, dtype=dt)
+    with torch.no_grad():
+        while True:
+            x = x0
+            for i in range(layers):
+                order = torch.argsort((x @ router[i]).argmax(-1))  # tokens grouped by their expert
+                out = torch.zeros_like(x)
+                for e in range(experts):
+                    idx = order[e * tokens:(e + 1) * tokens]
+                    h = f.silu(x[idx] @ up[i][e])
+                    out.index_add_(0, idx, h @ down[i][e])
+                x = f.layer_norm(out, (hidden,))
+            torch.cuda.synchronize()
+
+
+def partly_busy(torch, dev, size: int = 8192, burst: int = 50) -> None:
+    """Bursts of large GEMMs (compute-bound, at the power cap while they run), each followed by an equal sleep;
+    the host waits on a blocking event, so no thread spins."""
+    a = torch.randn(size, size, device=dev, dtype=torch.bfloat16)
+    b = torch.randn(size, size, device=dev, dtype=torch.bfloat16)
+    done = torch.cuda.Event(blocking=True)
+    while True:
+        start = time.monotonic()
+        for _ in range(burst):
+            a @ b
+        done.record()
+        done.synchronize()
+        time.sleep(time.monotonic() - start)
 
 
 if __name__ == "__main__":

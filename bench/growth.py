@@ -20,7 +20,7 @@ parsing and checks, the report, the history and its changes) without SSH or node
 point runs in this process over the unit tests' fake transport, each host answering an 8-GPU collector
 document recorded on the bed with its own power figure (tests/unit/many_hosts.py: no two hosts fold into one
 table row), once per size and step; the CPU seconds of each and the ratio of the largest size's to the
-smallest's, against the ratio of the sizes (linear). tests/unit/cli/test_cli_scale.py bounds the same ratios.
+smallest's, against the ratio of the sizes (linear). tests/scale/test_cli_scale.py bounds the same ratios.
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ from gpudiag.logs.plan import build_plans  # noqa: E402
 from gpudiag.model import Host  # noqa: E402
 from gpudiag.model.choices import Source  # noqa: E402
 from gpudiag.sweep.runner import SweepOptions, collector_command  # noqa: E402
-from gpudiag_node.probe import FIELDS  # noqa: E402
+from gpudiag_node.smi import FIELDS  # noqa: E402
 from loopback import install_fake_bin  # noqa: E402
 
 # What pdsh and clush run per host in the benchmarks: one nvidia-smi query, the readings they can compare.

@@ -268,12 +268,22 @@ def _node_env(path: str, home: Path, call_ms: float, proc_root: Path | None = No
     return f"SetEnv PATH={path} HOME={home} GPUDIAG_FAKE_HANG_MAX_S={HANG_MAX_S}{delay}{procs}"
 
 
-def install_fake_bin(bin_dir: Path, scenarios: Mapping[str, str], state_dir: Path) -> Path:
+def install_fake_bin(bin_dir: Path, scenarios: Mapping[str, str], state_dir: Path,
+                     extra_scenarios: Mapping[str, Mapping[str, object]] | None = None) -> Path:
     """A folder for a simulated node's PATH: ``nvidia-smi`` (the stub, on this interpreter), its scenarios and
-    ``hosts.json`` (``scenarios``: address -> scenario; "*" the default). Returns the stub's path."""
+    ``hosts.json`` (``scenarios``: address -> scenario; "*" the default). ``extra_scenarios``: scenarios of the
+    test's own (name -> the scenario's JSON), beside the package's. Returns the stub's path."""
     bin_dir.mkdir()
     _install_stub(bin_dir / "nvidia-smi", sys.executable)
-    (bin_dir / "scenarios").symlink_to(SCENARIOS_DIR)
+    if extra_scenarios:
+        folder = bin_dir / "scenarios"
+        folder.mkdir()
+        for path in SCENARIOS_DIR.glob("*.json"):
+            (folder / path.name).symlink_to(path)
+        for name, scenario in extra_scenarios.items():
+            (folder / f"{name}.json").write_text(json.dumps(scenario, indent=1))
+    else:
+        (bin_dir / "scenarios").symlink_to(SCENARIOS_DIR)
     (bin_dir / "hosts.json").write_text(json.dumps({**scenarios, "_state_dir": str(state_dir)}, indent=1))
     return bin_dir / "nvidia-smi"
 
@@ -326,12 +336,16 @@ def _end_hung_stubs(state_dir: Path, stub_paths: tuple[Path, ...]) -> None:
 @contextlib.contextmanager
 def running_cluster(work: Path, *, extra_healthy: int = EXTRA_HEALTHY_HOSTS,
                     scenarios: Mapping[str, str] = SCENARIO_ADDRESSES, call_ms: float = 0.0,
-                    max_startups: str = "1000", env: Mapping[str, str] | None = None) -> Iterator[SshdCluster]:
+                    max_startups: str = "1000",
+                    extra_scenarios: Mapping[str, Mapping[str, object]] | None = None,
+                    env: Mapping[str, str] | None = None) -> Iterator[SshdCluster]:
     """Start the cluster in the empty folder ``work``; stop it (and any hung stub) on exit. ``call_ms``:
     how long each nvidia-smi call lasts at least (``GPUDIAG_FAKE_CALL_MS``; 0, the default: no delay).
     ``max_startups``: each sshd's ``MaxStartups`` (the default lets a benchmark's fan-out through; the pacing
-    test sets a low one, as a bastion might have). ``env``: address -> more of its node's environment,
-    "NAME=value NAME2=value2" (the --active tests give a node a stand-in libcuda.so.1 through LD_LIBRARY_PATH)."""
+    test sets a low one, as a bastion might have). ``extra_scenarios``: the test's own scenarios (name -> JSON);
+    their ``processes`` are real processes of this machine, read from the real ``/proc``. ``env``: address ->
+    more of its node's environment, "NAME=value NAME2=value2" (the --active tests give a node a stand-in
+    libcuda.so.1 through LD_LIBRARY_PATH)."""
     sshd = shutil.which("sshd") or next((p for p in ("/usr/sbin/sshd", "/usr/local/sbin/sshd")
                                          if os.access(p, os.X_OK)), None)
     missing = [name for name, path in (("sshd", sshd), ("ssh-keygen", shutil.which("ssh-keygen")),
@@ -357,7 +371,7 @@ def running_cluster(work: Path, *, extra_healthy: int = EXTRA_HEALTHY_HOSTS,
     # The node's three PATHs: stub first; no nvidia-smi; no python3.
     bin_dir = node / "bin"
     stub_hosts = {a: ("healthy" if s in (NO_PYTHON, NO_NVIDIA_SMI) else s) for a, s in all_scenarios.items()}
-    install_fake_bin(bin_dir, stub_hosts, state_dir)
+    install_fake_bin(bin_dir, stub_hosts, state_dir, extra_scenarios)
     system = [Path("/usr/local/bin"), Path("/usr/bin"), Path("/bin")]
     _link_farm(node / "no_smi", system, None, skip="nvidia-smi")
     _link_farm(node / "no_python", system, NO_PYTHON_TOOLS, skip="nvidia-smi")

@@ -9,6 +9,10 @@ each with its own ``Port`` and a ``NodeAddr`` on 127.0.0.0/8, and one ``slurmd -
 ``healthy`` in :mod:`loopback`), so gpudiag can reach a Slurm node through the loopback sshd.
 
 ``proctrack/linuxproc`` and ``task/none`` keep slurmd away from cgroups (a container has none to give).
+Each node has 8 GRES GPUs (``Gres=gpu:8``) on stand-in device files: ``gres.conf`` names
+``<root>/dev/nvidia[0-7]``, plain files (slurmd only needs the paths to exist; with ``task/none`` nothing
+constrains a device), so a job given ``--gres=gpu:2`` gets GPU indexes as on a real GPU node and
+``scontrol show job -d`` prints them (``GRES=gpu:2(IDX:0-1)``).
 munged runs as the ``munge`` user, as it wants to; Slurm's daemons run as root (``SlurmUser=root``), so a
 test running as root can submit jobs. A missing package raises :class:`SlurmUnavailable` (the fixture skips).
 
@@ -33,6 +37,7 @@ from pathlib import Path
 DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("scontrol", "sinfo", "sbatch", "squeue", "scancel")
 SBIN = ("/usr/sbin", "/usr/local/sbin", "/sbin")
+GPUS_PER_NODE = 8  # GRES GPUs of each node, on stand-in device files
 
 
 class SlurmUnavailable(RuntimeError):
@@ -70,8 +75,11 @@ class SlurmCluster:
         return state or "", reason
 
     def reset(self, timeout_s: float = 30.0) -> None:
-        """Cancel every job and resume every drained node; wait until all nodes are idle again."""
-        self.run("scancel", "--full", "-u", "root", check=False)
+        """Cancel every job (of any user: a test may submit as another) and resume every drained node; wait
+        until all nodes are idle again."""
+        jobs = self.run("squeue", "-h", "-o", "%A", check=False).stdout.split()
+        if jobs:
+            self.run("scancel", "--full", *jobs, check=False)
         for node in self.nodes:
             state, _ = self.state_of(node)
             if "DRAIN" in state or "DOWN" in state:
@@ -148,10 +156,11 @@ def _conf(root: Path, nodes: Mapping[str, str], partitions: Mapping[str, tuple[s
         "InactiveLimit=0",
         "KillWait=5",
         "MinJobAge=300",
+        "GresTypes=gpu",
     ]
     for (name, address), port in zip(nodes.items(), node_ports, strict=True):
         lines.append(f"NodeName={name} NodeHostname={host} NodeAddr={address} Port={port} CPUs=1 "
-                     "RealMemory=100 State=UNKNOWN")
+                     f"RealMemory=100 Gres=gpu:{GPUS_PER_NODE} State=UNKNOWN")
     for index, (name, members) in enumerate(partitions.items()):
         lines.append(f"PartitionName={name} Nodes={','.join(members)} Default={'YES' if index == 0 else 'NO'} "
                      "MaxTime=INFINITE State=UP")
@@ -208,8 +217,11 @@ def running_slurm(nodes: Mapping[str, str], partitions: Mapping[str, tuple[str, 
     root.chmod(0o711)
     started: list[Path] = []
     try:
-        for sub in ("state", "spool", "run", "log"):
+        for sub in ("state", "spool", "run", "log", "dev"):
             (root / sub).mkdir()
+        for index in range(GPUS_PER_NODE):  # the GPUs' device files: plain files stand in for /dev/nvidiaN
+            (root / "dev" / f"nvidia{index}").touch()
+        (root / "gres.conf").write_text(f"Name=gpu File={root}/dev/nvidia[0-{GPUS_PER_NODE - 1}]\n")
         munge_dir = root / "munge"
         munge_dir.mkdir(mode=0o700)
         key = munge_dir / "munge.key"

@@ -59,14 +59,14 @@ def idle_gpus(rows, processes):
     return idle, why
 
 
-def run(config, doc, rows, started):
+def run(plan, doc, rows, started):
     """The document's ``active`` section: the test of the GPUs the window found idle (``rows``: every GPU row
     read, {reading name: value}; ``doc``: the collector's document, for its processes and nvidia-smi), in a
-    process of its own ended at the budget: ``config["budget_s"]``, cut to what the collector's deadline
-    (``config["deadline_s"]`` from ``started``, less a margin to send the document) leaves."""
-    budget_s = float(config.get("budget_s") or BUDGET_S)
-    if config.get("deadline_s"):
-        budget_s = min(budget_s, float(config["deadline_s"]) - MARGIN_S - (time.monotonic() - started))
+    process of its own ended at the budget: ``plan["budget_s"]``, cut to what the collector's deadline
+    (``plan["deadline_s"]`` from ``started``, less a margin to send the document) leaves."""
+    budget_s = float(plan.get("budget_s") or BUDGET_S)
+    if plan.get("deadline_s"):
+        budget_s = min(budget_s, float(plan["deadline_s"]) - MARGIN_S - (time.monotonic() - started))
     started = time.monotonic()
     processes = doc.get("processes") if isinstance(doc.get("processes"), dict) else None
     idle, why = idle_gpus(rows, processes)
@@ -81,7 +81,7 @@ def run(config, doc, rows, started):
     import subprocess
 
     child_config = {"gpus": [[i, b] for i, b in sorted(idle.items())], "budget_s": budget_s,
-                    "smi": (doc.get("nvidia_smi") or {}).get("path"), "scale": config.get("scale", 1.0)}
+                    "smi": (doc.get("nvidia_smi") or {}).get("path"), "scale": plan.get("scale", 1.0)}
     env = dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID")
     env.pop("CUDA_VISIBLE_DEVICES", None)  # the GPUs are named by PCI bus id
     bootstrap = "import sys; exec(compile(sys.stdin.read(), '<gpudiag:active>', 'exec'), {'__name__': 'active'})"

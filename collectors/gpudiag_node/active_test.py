@@ -348,13 +348,13 @@ def _bus_id(nvml_bus):
         return None
 
 
-def child_main(config):
+def child_main(plan):
     """The test's process: re-check each GPU, then test them all at once, one JSON line per result."""
     import ctypes
     import threading
 
-    asked = [(int(i), b) for i, b in config["gpus"]]
-    scale = float(config.get("scale") or 1.0)
+    asked = [(int(i), b) for i, b in plan["gpus"]]
+    scale = float(plan.get("scale") or 1.0)
     try:
         lib = ctypes.CDLL("libcuda.so.1")
     except OSError as exc:
@@ -368,7 +368,7 @@ def child_main(config):
     handles = {i: nvml.handle(b) for i, b in asked} if nvml is not None else {}
     # Where NVML gave no handle (no NVML here, or not for that bus id), nvidia-smi re-checks.
     unhandled = [b for i, b in asked if handles.get(i) is None and b]
-    busy = _smi_in_use(config.get("smi") or "nvidia-smi", unhandled) if unhandled else {}
+    busy = _smi_in_use(plan.get("smi") or "nvidia-smi", unhandled) if unhandled else {}
     ready = []
     for index, bus in asked:
         if handles.get(index) is not None:

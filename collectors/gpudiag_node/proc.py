@@ -239,3 +239,15 @@ class Thread(object):
             self._running.release()
             return False
         return True
+
+
+def in_thread(doc, fn):
+    """Run ``fn()`` beside the sampling (a failure goes to the document's problems). The waits are
+    subprocesses and sleeps, so threads overlap them instead of adding them up."""
+    def run():
+        try:
+            fn()
+        except Exception as exc:  # an extra must not cost the readings
+            doc["problems"].append("%s: %s" % (type(exc).__name__, exc))
+
+    return Thread(run).start()

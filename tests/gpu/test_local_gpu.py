@@ -20,9 +20,10 @@ def test_local_reads_the_gpu_through_nvml() -> None:
     for gpu in host["gpus"]:
         assert gpu["name"].startswith("NVIDIA") and gpu["compute_capability"]
         assert gpu["enforced_power_limit_w"] and gpu["enforced_power_limit_w"] > 50
-        assert gpu["energy_power_w"] is not None and len(gpu["samples"]) == 3
-        assert gpu["power"]["source"] == "energy_counter" and gpu["power"]["watts"] == gpu["energy_power_w"]
-        assert gpu["power_instant_w"] is not None and gpu["failed_readings"] == {}  # NVML_FI_DEV_POWER_INSTANT
+        raw = gpu["power"]["readings"]
+        assert raw["energy_counter"] is not None and len(gpu["samples"]) == 3
+        assert gpu["power"]["source"] == "energy_counter" and gpu["power"]["watts"] == raw["energy_counter"]
+        assert raw["power_draw_instant"] is not None and gpu["failed_readings"] == {}  # NVML_FI_DEV_POWER_INSTANT
     assert not [f for f in host["findings"] if f["severity"] in ("unknown", "critical")]
 
 

@@ -18,7 +18,8 @@ import pynvml
 
 from gpudiag.collect.parse import parse_probe
 from gpudiag_node import nvml as node_nvml
-from gpudiag_node import probe
+from gpudiag_node import smi as node_smi
+from gpudiag_node import wire
 
 SAMPLES, INTERVAL_S = 5, 0.4
 
@@ -38,10 +39,10 @@ def _both() -> tuple[Any, Any]:
     results: dict[str, Any] = {}
 
     def smi() -> None:
-        results["smi"] = probe.collect(SAMPLES, INTERVAL_S, 30.0)
+        results["smi"] = node_smi.collect(SAMPLES, INTERVAL_S, 30.0)
 
     def nvml() -> None:
-        doc = probe.new_document()
+        doc = wire.new_document()
         doc["source"] = "nvml"
         doc["nvml"] = node_nvml.collect(pynvml, SAMPLES, INTERVAL_S)
         results["nvml"] = doc

@@ -137,3 +137,16 @@ def relay_to_sshd(sshd_cluster: SshdCluster, tmp_path_factory: pytest.TempPathFa
     known.write_text(f"[127.0.0.1]:{relay.port} {key}\n")
     yield relay, known
     relay.close()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A module whose tests share a module-scoped fixture (a venv, a wheel, a cluster of its own) runs on one
+    worker of a parallel run (an ``xdist_group`` of its name, pyproject.toml's --dist loadgroup): spread over
+    four, each worker would build the fixture again. A test already in a group keeps it."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        defs = [d for ds in (info.name2fixturedefs.values() if info else ()) for d in ds]
+        if item.get_closest_marker("xdist_group") is None and any(d.scope == "module" for d in defs):
+            module = getattr(item, "module", None)
+            item.add_marker(pytest.mark.xdist_group(module.__name__ if module else item.nodeid))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_run import run_cli
 from loopback import SshdCluster, SshdUnavailable, running_cluster
 from webhook import Webhook, running_webhook
 
@@ -39,8 +40,7 @@ def play(hosts_json: Path, scenarios: dict[str, str]) -> None:
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=120, input=stdin)
+    return run_cli(*args, cwd=REPO, input=stdin)  # in this process: the process is not the point
 
 
 def inventory(cluster: SshdCluster, tmp_path: Path) -> Path:

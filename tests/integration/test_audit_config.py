@@ -7,10 +7,11 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from cli_run import run_cli
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -19,8 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 def cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "GPUDIAG_CONFIG"} | {"HOME": str(home),
                                                                           "XDG_CONFIG_HOME": str(home / ".config")}
-    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=120, env=env)
+    return run_cli(*args, cwd=REPO, env=env)  # in this process: the process is not the point
 
 
 def _cron_args(config: Path) -> list[str]:

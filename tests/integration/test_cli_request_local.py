@@ -15,7 +15,7 @@ import gpudiag.cli.commands.local
 import gpudiag.cli.commands.sweep
 import gpudiag.cli.common
 import gpudiag.sweep.runner
-from gpudiag.cli.request import SweepRequest
+from gpudiag.model.request import SweepRequest
 from gpudiag.report import OutputFormat
 
 
@@ -49,14 +49,18 @@ def test_the_demo_builds_each_plan_once(calls: Calls) -> None:
 
 def test_samples_detail_is_in_the_request(monkeypatch: pytest.MonkeyPatch) -> None:
     requests: list[SweepRequest] = []
-    real = gpudiag.cli.common.sweep_report
+    real_report, real_hosts = gpudiag.cli.common.sweep_report, gpudiag.cli.common.sweep_hosts
 
     def recording(request: SweepRequest, **kwargs: Any) -> Any:
         requests.append(request)
-        return real(request, **kwargs)
+        return real_report(request, **kwargs)
+
+    def recording_hosts(request: SweepRequest, **kwargs: Any) -> Any:
+        requests.append(request)
+        return real_hosts(request, **kwargs)
 
     monkeypatch.setattr(gpudiag.cli.commands.local, "sweep_report", recording)
-    monkeypatch.setattr(gpudiag.cli.commands.sweep, "sweep_report", recording)
+    monkeypatch.setattr(gpudiag.cli.commands.sweep, "sweep_hosts", recording_hosts)
     for args in (("local",), ("local", "--samples-detail"), ("sweep", "--local"), ("sweep", "--local",
                                                                                  "--samples-detail")):
         done = invoke(*args, "--samples", "1", "--interval", "0", "--quiet")

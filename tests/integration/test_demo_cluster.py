@@ -57,6 +57,14 @@ def test_shard_and_merge_on_the_demo(tmp_path: Path) -> None:
     assert [h for h in hosts if h == "train-h200-05"] == ["train-h200-05"]  # the unreachable node, in one shard
 
 
+def test_the_demo_is_hosts_like_any_others_for_the_workers() -> None:
+    # The workers' processes reach the demo cluster the run started, as they reach any hosts.
+    done = invoke("sweep", "--demo", *FAST, "--workers", "2", "--format", "json")
+    hosts = [h["host"] for h in _json(done)["hosts"]]
+    assert hosts == [n.name for n in DEMO_NODES]  # every host, once, in the demo's order
+    assert done.exit_code == 2  # the unreachable node
+
+
 def test_watch_demo_refreshes_the_chosen_hosts() -> None:
     done = invoke("watch", "--demo", "train-h200-01", "--count", "2", "--every", "0", "--samples", "1", "--plain")
     assert done.exit_code == 0, done.output
@@ -71,7 +79,7 @@ def test_watch_json_is_one_sweep_document_a_line() -> None:
     assert done.exit_code == 0, done.output
     docs = [json.loads(line) for line in done.stdout.splitlines()]
     assert [(d["schema"], [h["host"] for h in d["hosts"]]) for d in docs] == [
-        ("gpudiag.sweep/3", ["train-h200-01"])] * 2
+        ("gpudiag.sweep/4", ["train-h200-01"])] * 2
 
 
 

@@ -124,6 +124,7 @@ def test_wrong_host_key_is_rejected(sshd_cluster: SshdCluster) -> None:
     assert "Host key verification failed" in result.stderr
 
 
+@pytest.mark.xdist_group("bursts")  # many handshakes at once: see test_signals_handshake.py
 def test_every_extra_host_answers_at_once(sshd_cluster: SshdCluster) -> None:
     hosts = sshd_cluster.extra_hosts()
     with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:

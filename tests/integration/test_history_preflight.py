@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_run import run_cli
 from history_files import damage_a_page, recorded_history
 
 pytestmark = pytest.mark.integration
@@ -57,9 +58,8 @@ def listener() -> Iterator[CountingListener]:
 
 
 def sweep(listener: CountingListener, history: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag", "sweep", f"127.0.0.1:{listener.port}", "--timeout", "3",
-                           "--history", str(history), *extra], capture_output=True, text=True, cwd=REPO,
-                          timeout=120)
+    return run_cli("sweep", f"127.0.0.1:{listener.port}", "--timeout", "3", "--history", str(history), *extra,
+                   cwd=REPO)  # in this process: the process is not the point
 
 
 def assert_refused(done: subprocess.CompletedProcess[str], listener: CountingListener, history: Path,

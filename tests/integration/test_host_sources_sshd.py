@@ -5,18 +5,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from cli_run import run_cli
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=120, env=env)
+    return run_cli(*args, cwd=REPO, env=env)  # in this process: the process is not the point
 
 
 def test_ansible_ini_inventory_sweeps_through_sshd(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -20,14 +20,17 @@ import math
 import os
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-pytestmark = pytest.mark.integration
+from cli_run import run_cli
+
+# Many SSH handshakes (or a browser) at once: one worker runs the "bursts" group, one test after another
+# (pyproject.toml: --dist loadgroup), so no two bursts share the two cores and read as timeouts.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("bursts")]
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SCENARIOS = ("healthy", "case_study", "bandwidth_bound", "idle", "mixed", "one_lost", "driver_error")
@@ -37,8 +40,7 @@ MARK = 2 * 5.0  # two radii: marks closer than this cover one another
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=120)
+    return run_cli(*args, cwd=REPO)  # in this process: the process is not the point
 
 
 def plotted_and_flagged(document: dict[str, Any]) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:

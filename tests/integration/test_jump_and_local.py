@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_run import run_cli
 from gpudiag.model import Host, HostStatus
 from gpudiag.sweep.runner import SweepOptions, sweep
 from gpudiag.transport.ssh import SshOptions, SshTransport
@@ -53,8 +54,7 @@ def _local(tmp_path: Path, scenario: str | None) -> subprocess.CompletedProcess[
     if scenario is not None:
         (bin_dir / "nvidia-smi").symlink_to(REPO / "agent/gpudiag/demo/fake_nvidia_smi")  # finds its scenarios
         env["GPUDIAG_FAKE_SCENARIO"] = scenario
-    return subprocess.run([sys.executable, "-m", "gpudiag", "local", "--format", "json", "--samples", "2",
-                           "--interval", "0.1"], capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
+    return run_cli("local", "--format", "json", "--samples", "2", "--interval", "0.1", env=env, cwd=REPO)
 
 
 def test_local_reads_this_machine_without_ssh(tmp_path: Path) -> None:

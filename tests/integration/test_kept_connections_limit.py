@@ -22,7 +22,9 @@ import pytest
 
 from loopback import interrupt
 
-pytestmark = pytest.mark.integration
+# Many SSH handshakes (or a browser) at once: one worker runs the "bursts" group, one test after another
+# (pyproject.toml: --dist loadgroup), so no two bursts share the two cores and read as timeouts.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("bursts")]
 REPO = Path(__file__).resolve().parents[2]
 HOSTS = 50
 OPEN_FILES = 48  # hard and soft: less than one descriptor per host beside what the process itself holds

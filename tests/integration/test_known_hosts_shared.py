@@ -20,7 +20,9 @@ from gpudiag.model import HostStatus
 from gpudiag.sweep.runner import SweepOptions, sweep
 from gpudiag.transport.ssh import SshOptions, SshTransport
 
-pytestmark = pytest.mark.integration
+# Many SSH handshakes (or a browser) at once: one worker runs the "bursts" group, one test after another
+# (pyproject.toml: --dist loadgroup), so no two bursts share the two cores and read as timeouts.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("bursts")]
 REPO = Path(__file__).resolve().parents[2]
 RUNS, HOSTS = 4, 34
 

@@ -15,11 +15,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_run import run_cli
 from gpudiag.checks import CheckSettings
 from gpudiag.collect.parse_logs import parse_context
 from gpudiag.demo.demo_logs import sglang_glm5_lines
@@ -151,7 +151,7 @@ def test_a_node_without_python_says_its_logs_were_not_scanned(sshd_cluster, tmp_
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True, timeout=120)
+    return run_cli(*args)  # in this process: the process is not the point
 
 
 def test_cli_grep_folds_identical_output_and_sweep_reads_inventory_logs(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -1,15 +1,17 @@
-"""gpudiag grep and gpudiag signatures through ``python -m gpudiag`` in a child process: the CLI's one-line
-errors (exit 3) and the signatures text. Split from tests/unit/report/test_logs_report.py (the text: there)."""
+"""gpudiag grep and gpudiag signatures through the console entry point (in this process, tests/cli_run.py): the
+CLI's one-line errors (exit 3) and the signatures text. Split from tests/unit/report/test_logs_report.py (the
+text: there)."""
 
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
+
+from cli_run import run_cli
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True, timeout=60)
+    return run_cli(*args)  # in this process: what is printed and the exit status, not the process
 
 
 def test_cli_errors_are_one_line_and_exit_3(tmp_path: Path) -> None:

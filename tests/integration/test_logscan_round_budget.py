@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from gpudiag_node import probe
+from gpudiag_node import probe, wire
 
 
 def _source(path: Path | str, **extra: object) -> dict[str, object]:
@@ -23,7 +23,7 @@ def test_a_log_that_never_finishes_costs_the_round_only_its_share(tmp_path: Path
     config = {"samples": 1, "interval_s": 0.0, "call_timeout_s": 4.0, "gpus": False, "dcgm": False,
               "logs": [_source(fine), {"path": str(log), "signatures": [slow], "echoes": []}]}
     began = time.monotonic()
-    doc = probe.collect_round(config, {})
+    doc = probe.collect_round(wire.read_config(config), {})
     assert time.monotonic() - began < 10.0
     first, second = doc["logs"]
     assert first["status"] == "ok" and first["matches"]["xid"]["count"] == 1 and doc["problems"] == []

@@ -13,8 +13,8 @@ import pytest
 from gpudiag.audit.history import History
 from gpudiag.audit.notify import apprise_available
 from gpudiag.audit.scheduled import AuditOptions, audit, parse_duration
-from gpudiag.cli.request import OutputRequest
 from gpudiag.model import Finding, GpuReading, HostReport, HostStatus, NodeReadings, Severity, SweepReport
+from gpudiag.model.request import OutputRequest
 from gpudiag.report import OutputFormat
 from webhook import Webhook, running_webhook
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag_node import probe
+from gpudiag_node import smi as probe
 
 
 @pytest.fixture

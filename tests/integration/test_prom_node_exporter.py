@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from gpudiag.audit.scheduled import AuditOptions, audit
-from gpudiag.cli.request import OutputRequest
 from gpudiag.model import Finding, GpuReading, HostReport, HostStatus, NodeReadings, Severity, SweepReport
+from gpudiag.model.request import OutputRequest
 from gpudiag.report import OutputFormat
 
 pytestmark = pytest.mark.integration

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from cli_run import run_cli
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=120)
+    return run_cli(*args, cwd=REPO)  # in this process: the process is not the point
 
 
 def test_shards_then_merge_equal_one_sweep(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

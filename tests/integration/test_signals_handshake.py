@@ -26,7 +26,9 @@ from gpudiag.sweep.runner import SweepOptions, collector_command
 from gpudiag.transport.ssh import SshOptions, SshTransport
 from loopback import commands_of
 
-pytestmark = pytest.mark.integration
+# Many SSH handshakes (or a browser) at once: one worker runs the "bursts" group, one test after another
+# (pyproject.toml: --dist loadgroup), so no two bursts share the two cores and read as timeouts.
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("bursts")]
 REPO = Path(__file__).resolve().parents[2]
 ENDED_S = 20.0  # after the signal: gpudiag has ended (a lost cancellation holds it ~60 s, the collectors' time)
 NODE_CLEAN_S = 2.0  # after gpudiag ended: nothing it started is left on the nodes

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_run import run_cli
 from gpudiag.model import Host
 from gpudiag.transport.base import RemoteCommand
 from gpudiag.transport.ssh import SshOptions, SshTransport
@@ -27,10 +25,8 @@ def test_a_config_alias_needs_nothing_else(sshd_cluster, tmp_path: Path) -> None
     User {sshd_cluster.user}
     IdentityFile {sshd_cluster.client_key}
 """)
-    done = subprocess.run(
-        [sys.executable, "-m", "gpudiag", "sweep", "sick-node", "-F", str(config), "--known-hosts",
-         str(sshd_cluster.known_hosts), "--format", "json", "--samples", "1", "--interval", "0"],
-        capture_output=True, text=True, cwd=REPO, timeout=60, env={**os.environ})
+    done = run_cli("sweep", "sick-node", "-F", str(config), "--known-hosts", str(sshd_cluster.known_hosts), "--format",
+                   "json", "--samples", "1", "--interval", "0", cwd=REPO)  # in this process
     assert done.returncode == 1, done.stderr
     (host,) = json.loads(done.stdout)["hosts"]
     assert (host["host"], host["status"]) == ("sick-node", "ok")

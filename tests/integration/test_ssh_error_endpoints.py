@@ -4,12 +4,11 @@ ProxyJump that failed, the bastion (its address, port, user), not the target. Re
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_run import run_cli
 from loopback import SshdCluster
 
 pytestmark = pytest.mark.integration
@@ -17,10 +16,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def sweep(config: Path, cluster: SshdCluster, *targets: str) -> dict[str, dict[str, object]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "gpudiag", "sweep", *targets, "-F", str(config), "--known-hosts",
-         str(cluster.known_hosts), "--format", "json", "--samples", "1", "--interval", "0",
-         "--connect-timeout", "5"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    done = run_cli("sweep", *targets, "-F", str(config), "--known-hosts", str(cluster.known_hosts), "--format", "json",
+                   "--samples", "1", "--interval", "0", "--connect-timeout", "5", cwd=REPO)  # in this process
     assert done.returncode == 2, done.stderr
     return {h["host"]: h for h in json.loads(done.stdout)["hosts"]}
 

@@ -12,17 +12,17 @@ import dataclasses
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_run import run_cli
 from gpudiag.checks import CheckSettings
 from gpudiag.collect.remote import call_bound_s
 from gpudiag.model import Host, HostReport, HostStatus, Severity, SmiStatus, SweepReport
 from gpudiag.sweep.runner import SweepOptions, sweep
 from gpudiag.transport.ssh import SshOptions, SshTransport
-from gpudiag_node import probe
+from gpudiag_node import smi as probe
 
 pytestmark = pytest.mark.integration
 
@@ -260,17 +260,20 @@ def test_failed_login(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-
     assert result.error is not None and result.error.startswith(f"login refused for user {sshd_cluster.user}")
 
 
+@pytest.mark.xdist_group("bursts")  # many handshakes at once: see test_signals_handshake.py
 def test_fifty_hosts_in_one_sweep(sshd_cluster) -> None:  # type: ignore[no-untyped-def]
     hosts = sshd_cluster.extra_hosts(50)
-    report = run_sweep(hosts, dataclasses.replace(FAST, samples=1, interval_s=0.0, concurrency=64))
+    # Fifty handshakes at once on two shared cores: the connect and login bounds are not this test's point (5 s read
+    # as "unreachable" under a parallel run or another developer's suite); every host must still answer.
+    report = run_sweep(hosts, dataclasses.replace(FAST, samples=1, interval_s=0.0, concurrency=64),
+                       connect_timeout_s=30.0, login_timeout_s=30.0)
     assert [h.host for h in report.hosts] == [h.name for h in hosts]
     assert {h.status for h in report.hosts} == {HostStatus.OK}
     assert sum(len(h.gpus) for h in report.hosts) == 400
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=120)
+    return run_cli(*args, env={**os.environ, **(env or {})})  # in this process: the process is not the point
 
 
 def test_cli_json_from_an_inventory(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -282,7 +285,7 @@ def test_cli_json_from_an_inventory(sshd_cluster, tmp_path: Path) -> None:  # ty
     done = _cli("sweep", "-i", str(inventory), "--format", "json", "--samples", "2", "--interval", "0.1")
     assert done.returncode == 1, done.stderr
     doc = json.loads(done.stdout)
-    assert doc["schema"] == "gpudiag.sweep/3"
+    assert doc["schema"] == "gpudiag.sweep/4"
     assert [h["host"] for h in doc["hosts"]] == ["sick", "fine"]
     assert doc["summary"]["findings_by_code"] == {"BUSY_LOW_POWER": 8}
     assert doc["summary"]["exit_code"] == 1
@@ -320,7 +323,7 @@ def test_cli_demo(sshd_cluster) -> None:  # type: ignore[no-untyped-def]
                      "train-h200-04": ["DRIVER_DRIFT", "POWER_LIMIT_REDUCED"],  # an older driver than its group's
                      "train-h200-05": ["HOST_UNREACHABLE"]}
     actions = {h["host"]: h["action"] for h in doc["hosts"]}
-    assert actions["train-h200-04"] == "drain_and_inspect" and actions["train-h200-01"] == "none"
+    assert actions["train-h200-04"] == "watch" and actions["train-h200-01"] == "none"  # a drift: maintenance
     assert actions["spare-h200-03"] == "reset_gpu"
     # The case study, as the demo tells it: busy at low power over PCIe in a VM, the autotuner that never
     # ran, the server's configuration as facts, and no match counted on its server_args line.

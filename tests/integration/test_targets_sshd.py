@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from cli_run import run_cli
 from loopback import SshdCluster, SshdUnavailable, running_cluster
 
 pytestmark = pytest.mark.integration
@@ -19,8 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=120, input=stdin)
+    return run_cli(*args, cwd=REPO, input=stdin)  # in this process: the process is not the point
 
 
 def _statuses(done: subprocess.CompletedProcess[str]) -> dict[str, str]:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_run import run_cli
 from gpudiag.model import RemoteResult
 from gpudiag.sweep.runner import SweepOptions, collector_command
 from gpudiag.transport.base import CommandTimeout
@@ -33,9 +34,8 @@ def logins(cluster) -> int:  # type: ignore[no-untyped-def]
 def watch(cluster, tmp_path: Path, hosts_yaml: str) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(f"{cluster.inventory_defaults()}hosts:\n{hosts_yaml}")
-    return subprocess.run([sys.executable, "-m", "gpudiag", "watch", "-i", str(inventory), "--count", "3",
-                           "--every", "0.2", "--samples", "1", "--interval", "0", "--plain"],
-                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    return run_cli("watch", "-i", str(inventory), "--count", "3", "--every", "0.2", "--samples", "1", "--interval", "0",
+                   "--plain", cwd=REPO)  # in this process: the process is not the point
 
 
 def test_watch_refreshes_over_the_same_connections(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -137,9 +137,8 @@ def log_forms_hosts(cluster) -> str:  # type: ignore[no-untyped-def]
 def test_watch_reads_a_host_whatever_form_its_logs_take(sshd_cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(f"{sshd_cluster.inventory_defaults()}hosts:\n{log_forms_hosts(sshd_cluster)}")
-    done = subprocess.run([sys.executable, "-m", "gpudiag", "watch", "-i", str(inventory), "--count", "2",
-                           "--every", "0.2", "--samples", "1", "--interval", "0", "--format", "json"],
-                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    done = run_cli("watch", "-i", str(inventory), "--count", "2", "--every", "0.2", "--samples", "1", "--interval", "0",
+                   "--format", "json", cwd=REPO)
     refreshes = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(refreshes) == 2, done.stderr
     for doc in refreshes:
@@ -148,9 +147,8 @@ def test_watch_reads_a_host_whatever_form_its_logs_take(sshd_cluster, tmp_path: 
 
 
 def test_watch_demo_reads_the_spare_node_with_a_mapping_log() -> None:
-    done = subprocess.run([sys.executable, "-m", "gpudiag", "watch", "--demo", "--count", "2", "--every", "0.2",
-                           "--samples", "1", "--interval", "0", "--format", "json"],
-                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    done = run_cli("watch", "--demo", "--count", "2", "--every", "0.2", "--samples", "1", "--interval", "0", "--format",
+                   "json", cwd=REPO)
     refreshes = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(refreshes) == 2, done.stderr
     for doc in refreshes:

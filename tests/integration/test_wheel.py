@@ -98,4 +98,5 @@ def test_demo_sweep_runs_from_the_installed_wheel(wheel: Path, tmp_path: Path) -
     for host in report["hosts"]:
         if host["status"] == "ok":
             assert len(host["gpus"]) == 8
-            assert all(isinstance(gpu["power_w"], float) and gpu["name"].startswith("NVIDIA") for gpu in host["gpus"])
+            assert all(isinstance(gpu["power"]["readings"]["power_draw"], float) and gpu["name"].startswith("NVIDIA")
+                       for gpu in host["gpus"])

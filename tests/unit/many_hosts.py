@@ -1,7 +1,7 @@
 """Many 8-GPU hosts for the CLI without SSH: each answers the bed's recorded collector document
 (``tests/data/bed_h200x8/probe.json``) with a power figure of its own on GPU 0, so that no two hosts fold into
 one table row, through the shared fake transport; and :func:`cpu_of_sweep`, the CPU seconds of one ``gpudiag
-sweep`` of them run through the console entry point in this process. Shared by tests/unit/cli/test_cli_scale.py
+sweep`` of them run through the console entry point in this process. Shared by tests/scale/test_cli_scale.py
 and ``bench/growth.py --fake``."""
 
 from __future__ import annotations

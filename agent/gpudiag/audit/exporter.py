@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gpudiag.model import Host, SweepReport
+from gpudiag.model.request import SweepOptions
 from gpudiag.report.prometheus import families
-from gpudiag.sweep.runner import SweepOptions
 from gpudiag.sweep.watch import Changes, watch
 from gpudiag.transport.base import Transport
 
@@ -68,7 +68,7 @@ class FleetCollector:
             yield gauge
 
 
-def start_server(listen: str, collector: FleetCollector) -> Any:
+def start_server(listen: str, collector: FleetCollector) -> object:
     """Serve ``/metrics`` from ``collector`` on ``listen`` (a thread of prometheus_client's own)."""
     from prometheus_client import CollectorRegistry, start_http_server
 

@@ -38,11 +38,11 @@ from gpudiag.model.changes import (
     gpu_keys,
 )
 from gpudiag.model.json_codec import encode, plain
+from gpudiag.model.request import DEFAULT_LOCK_WAIT_S
 from gpudiag.report.history_table import reading_of
-from gpudiag.report.json_report import power_document
+from gpudiag.report.json_report import GPU_LEFT_OUT, power_document
 
 HISTORY_SCHEMA = 4
-DEFAULT_LOCK_WAIT_S = 10.0
 
 # Migration N brings a file from version N-1 to N. Never edit one that shipped: add the next.
 MIGRATIONS: tuple[str, ...] = (
@@ -104,9 +104,9 @@ class RecordedRun:
 
 def readings_json(gpu: GpuReading, active: ActiveGpu | None = None) -> str:
     """A GPU's combined readings as one JSON object: every model field but the raw samples, and its power
-    figure as the sweep document writes it (``power``: ``watts``, ``source``, ``pct_of_limit``); with
+    figure as the sweep document writes it (``power``: ``watts``, ``source``, ``pct_of_limit``, ``readings``); with
     ``active`` (``--active``), its result as ``active`` (``gpudiag history`` shows its figures per run)."""
-    doc = encode(gpu, {GpuReading: (frozenset({"samples"}), lambda g: {"power": power_document(g)})})
+    doc = encode(gpu, {GpuReading: (GPU_LEFT_OUT | {"samples"}, lambda g: {"power": power_document(g)})})
     if active is not None:
         doc["active"] = encode(active)
     return json.dumps(doc, allow_nan=False, separators=(",", ":"))
@@ -116,11 +116,11 @@ def readings_json(gpu: GpuReading, active: ActiveGpu | None = None) -> str:
 _OLD_POWER_KEYS = {"power_watts": "watts", "power_pct_of_limit": "pct_of_limit"}
 
 
-def stored_readings(text: str) -> dict[str, Any]:
+def stored_readings(text: str) -> dict[str, object]:
     """A stored readings object, old rows read as new ones: ``power_watts`` / ``power_pct_of_limit`` (rows
     recorded by gpudiag before schema gpudiag.sweep/3) become the ``power`` object's ``watts`` /
     ``pct_of_limit``."""
-    doc: dict[str, Any] = json.loads(text)
+    doc: dict[str, object] = json.loads(text)
     if "power" not in doc and any(key in doc for key in _OLD_POWER_KEYS):
         old = {new: doc.pop(key, None) for key, new in _OLD_POWER_KEYS.items()}
         doc["power"] = None if old["watts"] is None else old
@@ -379,7 +379,7 @@ class History:
             return 0
         return int(self._db.execute("SELECT count(*) FROM runs").fetchone()[0])
 
-    def runs(self, limit: int = 20) -> list[dict[str, Any]]:
+    def runs(self, limit: int = 20) -> list[dict[str, object]]:
         """The last ``limit`` runs, newest first: id, started_at, exit_code, hosts, open findings, errors, and
         ``selection`` (the options that chose its hosts; None: all, or a file from before schema 3)."""
         version = self.version()
@@ -395,7 +395,7 @@ class History:
                  "notify_errors": json.loads(r[4]) if r[4] else [], "hosts": r[5], "open_findings": r[6],
                  "selection": r[7]} for r in rows]
 
-    def gpu_rows(self, host: str, gpu: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+    def gpu_rows(self, host: str, gpu: str | None = None, limit: int = 20) -> list[dict[str, object]]:
         """One host's (or one of its GPU's: an index, or a UUID) recorded readings and open findings, per run,
         newest first."""
         if self.version() < 2:
@@ -403,7 +403,7 @@ class History:
         query = ("SELECT r.id, r.started_at, h.status, g.gpu_key, g.gpu_index, g.readings FROM runs r "
                  "JOIN hosts h ON h.run_id = r.id LEFT JOIN gpus g ON g.run_id = r.id AND g.host = h.host "
                  "WHERE h.host = ?")
-        args: list[Any] = [host]
+        args: list[object] = [host]
         if gpu is not None:
             query += " AND (CAST(g.gpu_index AS TEXT) = ? OR g.uuid = ? OR g.gpu_key = ?)"
             args += [gpu, gpu, gpu]

@@ -99,7 +99,7 @@ def _post(url: str, body: bytes, timeout_s: float) -> str | None:
     return None if 200 <= status < 300 else f"HTTP {status} {reason}".rstrip()
 
 
-def _apprise(url: str, payload: Mapping[str, Any], body: str) -> str | None:
+def _apprise(url: str, payload: Mapping[str, object], body: str) -> str | None:
     with warnings.catch_warnings():  # Apprise loads its plugins on first use: the same import warning
         warnings.simplefilter("ignore", DeprecationWarning)
         sender = _import_apprise().Apprise()
@@ -122,7 +122,8 @@ def _run(argv: tuple[str, ...], body: bytes, timeout_s: float) -> str | None:
     return None
 
 
-def send(payload: Mapping[str, Any], to: tuple[Target, ...], *, timeout_s: float = NOTIFY_TIMEOUT_S) -> tuple[str, ...]:
+def send(payload: Mapping[str, object], to: tuple[Target, ...], *,
+         timeout_s: float = NOTIFY_TIMEOUT_S) -> tuple[str, ...]:
     """Send ``payload`` (JSON values) to each target; one line per failure (empty: all delivered)."""
     text = json.dumps(payload, indent=2, allow_nan=False)
     body = text.encode()

@@ -18,12 +18,14 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from gpudiag.model import SweepReport
-from gpudiag.model.changes import ChangeSet, ChangeState, FindingChange, FlapRule
+from gpudiag.model.changes import ChangeSet, ChangeState, FindingChange
+from gpudiag.model.report import EXIT_CANNOT_RUN
+from gpudiag.model.request import AuditOptions
 from gpudiag.report import OutputFormat
 
 if TYPE_CHECKING:
@@ -31,14 +33,12 @@ if TYPE_CHECKING:
     from gpudiag.audit.notify import Target
     from gpudiag.report import Trends
 
-EXIT_CANNOT_RUN = 3
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNIT_S = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 class ReportOutput(Protocol):
-    """How the report is printed: :class:`gpudiag.cli.request.OutputRequest` (not imported: the request imports
-    this module to check its audit options)."""
+    """How the report is printed: what this step reads of a :class:`gpudiag.model.request.OutputRequest`."""
 
     @property
     def format(self) -> OutputFormat: ...
@@ -63,24 +63,6 @@ def parse_duration(text: str, flag: str = "--renotify") -> float:
         raise AuditConfigError(f"{flag} {text}: expected a duration such as 90s, 30m, 12h or 2d")
     return float(match.group(1)) * _UNIT_S[match.group(2)]
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AuditOptions:
-    """The scheduled-audit flags of ``gpudiag sweep``, parsed once."""
-
-    history: Path | None = None  # --history PATH
-    keep_days: float | None = None  # --keep-days N: prune runs older than this
-    lock_wait_s: float = 10.0  # --history-lock-wait S: then one line and exit 3
-    only_changes: bool = False  # --only-changes: print only new and resolved findings
-    flap: FlapRule = field(default_factory=FlapRule)  # --flap-changes K --flap-window M
-    notify_urls: tuple[str, ...] = ()  # --notify URL (repeatable)
-    notify_cmd: str | None = None  # --notify-cmd CMD (argv, no shell; JSON on stdin)
-    renotify_s: float | None = None  # --renotify 12h: send a finding still open again after this long
-    prom_file: Path | None = None  # --prom-file PATH
-    output: Path | None = None  # --output FILE: the report, any format
-    # The options that chose the run's hosts, as given ("--exclude", "gpu07", "--shard", "1/4"): kept with the
-    # run in the history. Empty: every host of the source.
-    selection: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -24,7 +24,7 @@ from typing import Any
 
 MAX_ANSWER_BYTES = 4096  # the status line (and a proxy's CONNECT answer) must arrive within this many bytes
 
-Resolver = Callable[[str, int, int, int], Any]  # socket.getaddrinfo's (host, port, family, type)
+Resolver = Callable[[str, int, int, int], object]  # socket.getaddrinfo's (host, port, family, type)
 
 
 class WebhookError(Exception):

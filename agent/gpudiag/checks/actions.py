@@ -9,8 +9,8 @@ finding) sets it from :data:`ACTIONS`. Most codes have one action; a few take it
   repeat of one need is (a storm is the repeat inside one kernel log);
 * ``RECOVERY_ACTION`` - the driver's own recovery action (GPU reset, node reboot, drain P2P...);
 * ``THERMAL_SLOWDOWN``, ``HW_SLOWDOWN``, ``LOG_SIGNATURE`` - by severity;
-* ``DRIVER_DRIFT`` - a driver, CUDA or VBIOS that differs needs the node drained to change it; a different
-  GPU model alone is a fact to watch.
+* ``DRIVER_DRIFT`` - a version that differs with no symptom is maintenance (watch), unless the operator's
+  expectation (``--expect-action``) raises it.
 
 tests/unit/checks/test_actions.py checks that every code a check can emit has an entry here, and that
 docs/findings.md lists the same actions.
@@ -18,10 +18,11 @@ docs/findings.md lists the same actions.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from gpudiag.logs.xid import describe
 from gpudiag.model import Action, Finding, Severity
+from gpudiag_node.readings import enum_from_words, enum_name
 
 Rule = Action | Callable[[Finding], Action]
 
@@ -49,17 +50,14 @@ RECOVERY_ACTIONS: Mapping[str, Action] = {
 }
 
 
-# NVML's numbering of nvmlDeviceGpuRecoveryAction_t (nvml.h), for a value read as a number
-_NVML_RECOVERY = ("none", "gpu_reset", "node_reboot", "drain_p2p", "drain_and_reset", "recover_imex_domain",
-                  "bus_reset", "system_reboot")
-
-
 def recovery_action(value: object) -> Action:
-    """The ladder's action for the driver's recovery action (``"GPU Reset"``, ``gpu_reset`` or NVML's number);
-    a value it does not know is the most the driver can ask for: drain and inspect."""
+    """The ladder's action for the driver's recovery action (``"GPU Reset"``, ``gpu_reset`` or NVML's number,
+    read as the reading's own table reads them: ``gpudiag_node.readings.ENUMS``); a value it does not know is
+    the most the driver can ask for: drain and inspect."""
     if isinstance(value, int) and not isinstance(value, bool):
-        value = _NVML_RECOVERY[value] if 0 <= value < len(_NVML_RECOVERY) else ""
-    key = "_".join(str(value).strip().lower().replace("-", " ").split())
+        key = enum_name("gpu_recovery_action", value)
+    else:
+        key = enum_from_words(str(value)) or ""
     return RECOVERY_ACTIONS.get(key, Action.DRAIN_AND_INSPECT)
 
 
@@ -75,10 +73,8 @@ def _by_severity(warning: Action, critical: Action) -> Callable[[Finding], Actio
 
 
 def _drift(finding: Finding) -> Action:
-    differs = finding.evidence.get("differs")
-    only_model = isinstance(differs, (tuple, list)) and set(differs) <= {"gpu_model"}
-    no_majority = finding.evidence.get("clear_majority") is False  # no odd one to take out: a fact to watch
-    return Action.WATCH if only_model or no_majority else Action.DRAIN_AND_INSPECT
+    operator = finding.evidence.get("operator_action")  # --expect-action: the operator's rung for their expectation
+    return Action.from_label(operator) if isinstance(operator, str) else Action.WATCH
 
 
 # The one table. none: nothing is known to be wrong with the GPUs (gpudiag could not read them, or it is
@@ -92,6 +88,7 @@ ACTIONS: Mapping[str, Rule] = {
     "MIXED_ARCHITECTURES": Action.WATCH,
     # a job that holds a GPU and does not use it: its owner ends or fixes it; the GPU itself is fine
     "GPU_HELD_IDLE": Action.WATCH,
+    "GPU_ALLOCATED_IDLE": Action.WATCH,  # the scheduler gave it to a job that runs nothing on it
     # a process out of sight (another namespace) or a dead one's context: look at what holds it first
     "GPU_MEMORY_UNACCOUNTED": Action.WATCH,
     # the hardware around the GPU: someone has to look (reseat, airflow, power)
@@ -119,6 +116,10 @@ ACTIONS: Mapping[str, Rule] = {
     "PERSISTENCE_OFF": Action.NONE,
     # the fleet
     "DRIVER_DRIFT": _drift,
+    # a job across its nodes: look at the rank the others wait on, or the slow one (its own findings, if any,
+    # carry what the GPU needs); a GPU given to a job that does not use it: its owner releases it
+    "JOB_WAITS_ON": Action.WATCH,
+    "JOB_STRAGGLER": Action.WATCH,
     # what gpudiag could not read: nothing is known to be wrong with the GPUs
     "NVIDIA_SMI_MISSING": Action.NONE,
     "PROBE_INCOMPLETE": Action.NONE,
@@ -140,6 +141,21 @@ ACTIONS: Mapping[str, Rule] = {
     "CUDA_INIT_FAILED": Action.REBOOT_NODE,
     "ACTIVE_TEST_NOT_RUN": Action.NONE,
 }
+
+
+class UnknownCodeError(ValueError):
+    """A finding code gpudiag does not have; the message is one line."""
+
+
+def finding_codes(words: Sequence[str], *, flag: str) -> tuple[str, ...]:
+    """``["power_limit_reduced,XID"]`` -> ``("POWER_LIMIT_REDUCED", "XID")``: codes named on the command line or
+    in a config file (repeatable, or comma-separated; any case), each one gpudiag has (:data:`ACTIONS` holds
+    every code a check emits); one that it does not have raises :class:`UnknownCodeError`."""
+    codes = tuple(dict.fromkeys(w.strip().upper() for word in words for w in word.split(",") if w.strip()))
+    for code in codes:
+        if code not in ACTIONS:
+            raise UnknownCodeError(f"{flag} {code}: no such finding code (the codes: docs/findings.md)")
+    return codes
 
 
 def action_of(finding: Finding) -> Action:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from gpudiag.checks.context import NO_FACTS, NodeFacts
 from gpudiag.checks.holding import gpu_held_idle, gpu_memory_unaccounted
 from gpudiag.checks.named import choice_evidence, choice_words, ras_evidence
+from gpudiag.checks.starved import sm_activity_text, sm_work
 from gpudiag.model import CheckSettings, Finding, GpuProcess, GpuReading, Severity, reasons_mask
 from gpudiag.model.culprit import choose_pegging
 
@@ -37,15 +38,6 @@ def cannot_judge(code: str, host: str, gpu: GpuReading, what: str, *readings: st
                     evidence={"failed_readings": ",".join(name for name, _ in failed), "why": why}),)
 
 
-def sm_activity_text(gpu: GpuReading) -> str:
-    """ "SM activity 0.8% (NVML GPM)", or "SM activity not available (why)"."""
-    if gpu.sm_active_pct is not None:
-        source = {"nvml gpm": "NVML GPM", "dcgm": "DCGM"}.get(gpu.sm_activity_from or "", gpu.sm_activity_from)
-        return f"SM activity {gpu.sm_active_pct:.1f}%" + (f" ({source})" if source else "")
-    why = gpu.sm_activity_unavailable or "no GPM reading for this GPU and no DCGM profiling on this node"
-    return f"SM activity not available ({why})"
-
-
 def _activity_evidence(gpu: GpuReading) -> dict[str, object]:
     if gpu.sm_active_pct is None:
         return {"sm_activity": sm_activity_text(gpu)}
@@ -55,9 +47,9 @@ def _activity_evidence(gpu: GpuReading) -> dict[str, object]:
 
 
 def busy_low_power(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFacts = NO_FACTS) -> tuple[Finding, ...]:
-    """BUSY_LOW_POWER: reads busy while its SMs do little: measured (SM activity from NVML GPM or DCGM
-    under ``starved_sm_activity_pct``) where the GPU gives it, else inferred from a small share of its
-    enforced power limit.
+    """BUSY_LOW_POWER: reads busy (``busy_utilization_pct``) while its SMs do little (:func:`sm_work`): measured
+    (SM activity from NVML GPM or DCGM under ``starved_sm_activity_pct``) where the GPU gives it, else inferred
+    from a small share of its enforced power limit.
 
     utilization.gpu is the share of time *any* kernel was resident, not how many SMs worked, so a GPU
     stuck on tiny launches, latency chains or communication reads 100% at a fraction of its power. A direct
@@ -66,7 +58,8 @@ def busy_low_power(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFact
     utilization explains the low power (a bandwidth-bound kernel). Never when a slowdown reason explains
     it (thermal, hardware slowdown, power brake: reported by their own checks). The power is the GPU's one
     power figure (:meth:`GpuReading.power`); the node's topology and VM, and the GPU's main process, say
-    why and who, when known.
+    why and who, when known. Below ``busy_utilization_pct`` the same starved GPU is HOST_BOUND's where a
+    pegged host thread feeds it (never both on one GPU).
     """
     if gpu.lost:
         return ()
@@ -81,13 +74,9 @@ def busy_low_power(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFact
         return ()
     share = power.pct_of_limit if power is not None else None
     mem = gpu.memory_utilization_pct
-    if measured is not None:
-        if measured >= s.starved_sm_activity_pct:
-            return ()  # the SMs are measured working: whatever the power, not starved
-    elif power is None or share is None or power.enforced_limit_w is None or share > s.low_power_pct:
-        return ()  # no measurement, and the power cannot say or is not low
-    elif mem is not None and mem >= s.bandwidth_memory_utilization_pct:
-        return ()  # bandwidth-bound: memory busy, SMs waiting on it at moderate power is healthy
+    work = sm_work(gpu, s)
+    if work is None or not work.starved:
+        return ()  # the SMs are measured working, or the power cannot say or is not low, or bandwidth-bound
     if any(r in gpu.clock_event_reasons for r in THERMAL_REASONS + HW_REASONS):
         return ()
     clock = ""
@@ -107,7 +96,7 @@ def busy_low_power(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFact
         "watts": power.watts if power else None,
         "enforced_power_limit_w": power.enforced_limit_w if power else None,
         "pct_of_limit": share,
-        "power_source": power.source.describe(len(gpu.samples)) if power else None,
+        "power_source": power.source.value if power else None,  # PowerSource, as the JSON's power.source
         "sm_clock_mhz": gpu.sm_clock_mhz,
         "max_sm_clock_mhz": gpu.max_sm_clock_mhz,
         "samples": len(gpu.samples),
@@ -153,13 +142,21 @@ def kernels_launched(gpu: GpuReading, p: GpuProcess, procs: tuple[GpuProcess, ..
 
 
 def host_bound(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFacts = NO_FACTS) -> tuple[Finding, ...]:
-    """HOST_BOUND: a process on the GPU keeps a CPU core pegged while the GPU is mostly idle, yet that process
-    launched kernels in the window: the GPU waits on its own launch thread (eager-mode decode, Python overhead,
-    a tokenizer). Not on a GPU that ran no kernel (a server's idle loop may poll at 100% CPU), nor a busy one
-    (a synchronizing thread spins while its kernels run). The same workload gets the same verdict at 3, 5
-    or 10 samples: a quiet median does not hide the kernels the window saw."""
+    """HOST_BOUND: a process on the GPU keeps a CPU core pegged while the GPU's SMs do little, yet that process
+    launched kernels in the window: the GPU waits on its own launch thread (eager-mode decode, an eager MoE
+    dispatch, Python overhead, a tokenizer). "Do little" is :func:`sm_work`'s, the same as BUSY_LOW_POWER's:
+    measured SM activity where it is read, else the power share; busy % decides only where neither is read
+    (at most ``host_bound_max_utilization_pct``). So the case study's MoE dispatch (46-53% busy, SM activity
+    7-8%) gets one verdict whichever side of 50% a window reads. A GPU at or above ``busy_utilization_pct`` is
+    BUSY_LOW_POWER's (a kernel always resident: the GPU does not wait for launches), never both. Not on a GPU
+    that ran no kernel (a server's idle loop may poll at 100% CPU), nor on one whose SMs work (a synchronizing
+    thread spins while its kernels run). The same workload gets the same verdict at 3, 5 or 10 samples: a
+    quiet median does not hide the kernels the window saw."""
     util = gpu.utilization_pct
-    if gpu.lost or util is None or util > s.host_bound_max_utilization_pct:
+    if gpu.lost or util is None or util >= s.busy_utilization_pct:
+        return ()
+    work = sm_work(gpu, s)
+    if (work is not None and not work.starved) or (work is None and util > s.host_bound_max_utilization_pct):
         return ()
     procs = facts.processes_on(gpu.index)
     choice = choose_pegging(procs, s.host_bound_cpu_pct)
@@ -182,8 +179,12 @@ def host_bound(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFacts = 
         "utilization_pct": util, "watts": power.watts if power else None,
         "pct_of_limit": power.pct_of_limit if power else None, "kernels_launched": launched,
         **choice_evidence(choice), **_activity_evidence(gpu),
+        "starved_by": work.basis if work is not None else "utilization",
         "samples": len(gpu.samples),
         "host_bound_cpu_pct": s.host_bound_cpu_pct,
+        "starved_sm_activity_pct": s.starved_sm_activity_pct,
+        "low_power_pct": s.low_power_pct,
+        "busy_utilization_pct": s.busy_utilization_pct,
         "host_bound_max_utilization_pct": s.host_bound_max_utilization_pct,
         "host_bound_min_utilization_pct": s.host_bound_min_utilization_pct}
     return (Finding(code="HOST_BOUND", severity=Severity.WARNING, host=host, gpu=gpu.index, summary=summary,

@@ -1,7 +1,8 @@
-"""GPU memory and who holds it: ``GPU_HELD_IDLE`` (a process holds most of a GPU that did nothing for the whole
-window: the most expensive waste on a shared cluster) and ``GPU_MEMORY_UNACCOUNTED`` (memory in use that no
-listed process holds: a process the collector's user cannot see, or a dead process's leftover context). Pure
-functions ``(host, gpu, settings, facts) -> findings``, registered in :data:`gpudiag.checks.gpu.GPU_CHECKS`."""
+"""GPU memory and who holds it: ``GPU_HELD_IDLE`` (a process holds more than a bare context's memory on a GPU that
+did nothing for the whole window: the most expensive waste on a shared cluster) and ``GPU_MEMORY_UNACCOUNTED``
+(memory in use that no listed process holds: a process the collector's user cannot see, or a dead process's
+leftover context). Pure functions ``(host, gpu, settings, facts) -> findings``, registered in
+:data:`gpudiag.checks.gpu.GPU_CHECKS`."""
 
 from __future__ import annotations
 
@@ -38,10 +39,12 @@ def holder_identity(p: GpuProcess) -> str:
 
 
 def gpu_held_idle(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFacts = NO_FACTS) -> tuple[Finding, ...]:
-    """GPU_HELD_IDLE: 0% busy for the whole window while one process holds at least ``held_idle_memory_pct`` of
-    the GPU's memory: allocated and unused. Names the holder, its user, its Slurm job or container, and how much
-    it holds; with ``--history`` the audit adds for how many runs and hours it has been so. Not on a GPU with no
-    process (idle and free), nor on a busy one."""
+    """GPU_HELD_IDLE: 0% busy for the whole window while one process holds at least ``held_idle_memory_mib`` of
+    the GPU's memory (more than a bare CUDA context: a monitoring tool's or an idle interpreter's context is not
+    a holder): allocated and unused, from one run. Names the holder, its user, its Slurm job or container, and
+    how much it holds; with ``--history`` the audit adds for how many runs and hours it has been so, and past
+    ``held_idle_critical_hours`` makes it critical (:mod:`gpudiag.audit.streaks`). Not on a GPU with no process
+    (idle and free), nor on a busy one."""
     procs = facts.processes_on(gpu.index)
     total = gpu.memory_total_mib
     if gpu.lost or not procs or not total or not idle_all_window(gpu, procs):
@@ -51,9 +54,9 @@ def gpu_held_idle(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFacts
         return ()
     p = choice.process
     held = p.used_memory_mib or 0.0
-    share = round(100.0 * held / total, 1)
-    if share < s.held_idle_memory_pct:
+    if held < s.held_idle_memory_mib:
         return ()
+    share = round(100.0 * held / total, 1)
     samples = len(gpu.samples)
     window = facts.node.window_s if facts.node is not None else None
     over = f"in all {samples} samples" if samples else "over the window"
@@ -68,7 +71,7 @@ def gpu_held_idle(host: str, gpu: GpuReading, s: CheckSettings, facts: NodeFacts
         **choice_evidence(choice), "holder": holder_identity(p), "used_memory_mib": held,
         "memory_total_mib": total, "held_pct": share, "gpu_memory_used_mib": gpu.memory_used_mib,
         "utilization_pct": gpu.utilization_pct, "samples": samples, "window_s": window,
-        "watts": power.watts if power is not None else None, "held_idle_memory_pct": s.held_idle_memory_pct}
+        "watts": power.watts if power is not None else None, "held_idle_memory_mib": s.held_idle_memory_mib}
     return (Finding(code="GPU_HELD_IDLE", severity=Severity.WARNING, host=host, gpu=gpu.index, summary=summary,
                     evidence=evidence),)
 

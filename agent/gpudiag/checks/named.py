@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from gpudiag.model import GpuProcess
-from gpudiag.model.culprit import ChosenBy, ProcessChoice
+from gpudiag.model.culprit import PID, ChosenBy, ProcessChoice, said
 from gpudiag.model.nccl_ras import NcclRasStatus
 
 COMMAND_CHARS = 160  # of a process's command line in a finding's evidence
@@ -14,7 +14,7 @@ def process_evidence(p: GpuProcess) -> dict[str, object]:
     """A GPU process as a finding's evidence: who, what, which job, and what /proc would not say."""
     command = " ".join(p.command)
     evidence: dict[str, object] = {
-        "pid": p.pid, "process": p.label, "user": p.user,
+        PID: p.pid, "process": p.label, "user": p.user,
         "command": command[:COMMAND_CHARS] + ("..." if len(command) > COMMAND_CHARS or p.command_cut else ""),
         "job_id": p.job_id, "container": p.container, "process_cpu_pct": p.cpu_pct,
         "process_sm_utilization_pct": p.sm_utilization_pct, "process_memory_mib": p.used_memory_mib}
@@ -25,10 +25,10 @@ def process_evidence(p: GpuProcess) -> dict[str, object]:
 def choice_evidence(choice: ProcessChoice) -> dict[str, object]:
     """The chosen process's evidence with ``process_chosen_by`` and ``process_chosen_why``; an ambiguous choice
     lists every candidate in ``processes`` (and names no pid)."""
-    said: dict[str, object] = {"process_chosen_by": choice.chosen_by.value, "process_chosen_why": choice.why}
+    how = said(choice)
     if choice.process is not None:
-        return {**process_evidence(choice.process), **said}
-    return {**said, "processes": "; ".join(_candidate(p) for p in choice.candidates),
+        return {**process_evidence(choice.process), **how}
+    return {**how, "processes": "; ".join(_candidate(p) for p in choice.candidates),
             "process_count": len(choice.candidates)}
 
 

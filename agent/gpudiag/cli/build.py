@@ -1,100 +1,108 @@
-"""The options of one invocation (a :class:`~gpudiag.cli.params.Given`) as the one typed request: one builder
-per option group of :mod:`gpudiag.cli.options`, and :func:`request`, which builds a
-:class:`~gpudiag.cli.request.SweepRequest` from whichever groups the command took.
+"""The options of one invocation (a :class:`~gpudiag.cli.params.Given`) as the one typed request, in one loop:
+each option names the setting it fills (:class:`~gpudiag.cli.params.Setting`), so :func:`request` gathers the
+values by the dataclass they belong to and builds :class:`~gpudiag.model.request.SweepRequest` from them, the
+values nested in it (the sweep's options, its logs, the hosts and their Slurm filters, SSH, the audit...)
+included. A new option is one :class:`~gpudiag.cli.params.Param` in :mod:`gpudiag.cli.options`; nothing here
+names it.
 
-Imported by the commands where they run (the request's dataclasses stay out of ``gpudiag --help``).
-Bad values raise one-line ``ValueError`` subclasses (``ShardError``, ``WorkersError``, ``AuditConfigError``,
-:class:`~gpudiag.cli.request.RequestError`...): the commands turn them into exit 3.
+Imported by the commands where they run. Bad values raise one-line ``ValueError`` subclasses (``ShardError``,
+``WorkersError``, ``AuditConfigError``, :class:`~gpudiag.run.request.RequestError`...): the commands turn them
+into exit 3.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import types
+import typing
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
-from gpudiag.audit.scheduled import AuditOptions
-from gpudiag.cli.request import HostSelection, OutputRequest, SweepRequest, Thresholds, parse_shard
-from gpudiag.logs import LogOptions
-from gpudiag.report import OutputFormat
-from gpudiag.sources.slurm import SlurmSelection
-from gpudiag.sweep.runner import SweepOptions
-from gpudiag.transport.build import SshRequest
+from gpudiag.cli.params import Given
+from gpudiag.model.request import OutputRequest, SweepRequest
+from gpudiag.model.settings import CheckSettings
 
+T = TypeVar("T")
 
-def slurm(given: Mapping[str, Any]) -> SlurmSelection | None:
-    """The Slurm group (``--slurm-*``; repeatable flags may also hold commas); None when none is given."""
-    from gpudiag.sources.slurm import split_list
-
-    chosen = SlurmSelection(partitions=split_list(given.get("slurm_partition", ())), job=given.get("slurm_job"),
-                            nodelist=given.get("slurm_nodelist"), states=split_list(given.get("slurm_state", ())))
-    return None if chosen.empty else chosen
+# What a command sets itself, by the value it belongs to: {SweepOptions: {"stream": True}}.
+Fixed = Mapping[type, Mapping[str, object]]
 
 
-def hosts(given: Mapping[str, Any]) -> HostSelection:
-    """The Hosts group (with the targets, ``--local``, ``--shard`` and the Slurm group where taken)."""
-    return HostSelection(targets=tuple(given.get("targets") or ()), inventory=given.get("inventory"),
-                         user=given.get("user"), port=given.get("port"), identity_file=given.get("identity_file"),
-                         jump=given.get("jump"), limit=tuple(given.get("limit", ())),
-                         exclude=tuple(given.get("exclude", ())), local=given.get("local", False),
-                         shard=parse_shard(given.get("shard")), slurm=slurm(given))
+def _given(given: Given, fixed: Fixed) -> tuple[dict[type, dict[str, Any]], set[type]]:
+    """The values given, by the dataclass they fill, with ``fixed`` over them; and every dataclass the command
+    takes an option of (given or not: its value is then built, with its defaults). An option left at None is not
+    given: the field keeps its own default."""
+    values: dict[type, dict[str, object]] = {}
+    taken: set[type] = set()
+    for param in given.params:
+        setting = param.fills
+        if setting is None:
+            continue
+        taken.add(setting.owner)
+        raw = given[param.name]
+        if raw is None:
+            continue
+        value = setting.parse(raw) if setting.parse is not None else raw
+        values.setdefault(setting.owner, {})[setting.field] = tuple(value) if isinstance(value, list) else value
+    for owner, changes in fixed.items():
+        taken.add(owner)
+        values.setdefault(owner, {}).update(changes)
+    return values, taken
 
 
-def ssh(given: Mapping[str, Any]) -> SshRequest:
-    """The SSH group: timeouts, host keys, the SSH config and the handshake pacing."""
-    from gpudiag.transport.pacing import parse_rate
-
-    return SshRequest(connect_timeout_s=given["connect_timeout"], login_timeout_s=given["login_timeout"],
-                      known_hosts=given["known_hosts"], ssh_config=given["ssh_config"],
-                      accept_new_host_keys=given["accept_new_host_keys"], max_startups=given["max_startups"],
-                      connect_rate_per_s=parse_rate(given["connect_rate"]))
+def _nested(hint: object) -> tuple[type | None, bool]:
+    """The dataclass a field holds (``X`` or ``X | None``), and whether it is optional."""
+    optional = isinstance(hint, types.UnionType) and type(None) in typing.get_args(hint)
+    inner = next((a for a in typing.get_args(hint) if a is not type(None)), None) if optional else hint
+    return (inner if dataclasses.is_dataclass(inner) and isinstance(inner, type) else None), optional
 
 
-def logs(given: Mapping[str, Any], **fixed: Any) -> LogOptions:
-    """The Logs group; ``fixed``: what the command adds (grep: its one signature)."""
-    return LogOptions(paths=tuple(given["log"]), pack_files=tuple(given["pack"]), tail_mib=given["log_tail_mib"],
-                      **fixed)
+def _build(cls: type[T], values: Mapping[type, Mapping[str, object]], taken: set[type]) -> T:
+    """``cls`` with the values given for it, each nested dataclass built the same way where the command takes
+    an option of it (an optional one that comes out ``empty`` is None; one not taken keeps its default)."""
+    fields: dict[str, object] = dict(values.get(cls, {}))
+    for name, hint in typing.get_type_hints(cls).items():
+        inner, optional = _nested(hint)
+        if inner is None or name in fields or not _takes(inner, taken):
+            continue
+        nested: object = _build(inner, values, taken)
+        fields[name] = None if optional and getattr(nested, "empty", False) else nested
+    return cls(**fields)
 
 
-def sweep_options(given: Mapping[str, Any], **fixed: Any) -> SweepOptions:
-    """The Sampling and Fleet groups (``--timeout`` alone for local) and the Logs group, where taken; ``fixed``:
-    what the command sets itself (watch: ``stream``; grep: no GPU)."""
-    values: dict[str, Any] = {}
-    if "samples" in given:
-        values.update(samples=given["samples"], interval_s=given["interval"], source=given["source"])
-    if "timeout" in given:
-        values["deadline_s"] = given["timeout"]
-    if "concurrency" in given:
-        values["concurrency"] = given["concurrency"]
-    if "log" in given and "logs" not in fixed:
-        values["logs"] = logs(given)
-    if "save_raw" in given:
-        values["raw_dir"] = given["save_raw"]
-    if "active" in given:
-        values["active"] = given["active"]
-    return SweepOptions(**(values | fixed))
+def _takes(cls: type, taken: set[type]) -> bool:
+    """Whether the command takes an option of ``cls`` or of a dataclass nested in it."""
+    if cls in taken:
+        return True
+    return any(inner is not None and _takes(inner, taken)
+               for inner, _ in map(_nested, typing.get_type_hints(cls).values()))
 
 
-def thresholds(given: Mapping[str, Any]) -> Thresholds:
-    """The Checks group: the thresholds given (None: not given, the inventory's or the default applies)."""
-    return Thresholds(busy_utilization_pct=given.get("busy_utilization_pct"),
-                      low_power_pct=given.get("low_power_pct"),
-                      bandwidth_memory_utilization_pct=given.get("bandwidth_memory_utilization_pct"))
+def value(given: Given, cls: type[T], fixed: Fixed | None = None) -> T:
+    """One value of the request alone (``inventory`` lists a :class:`~gpudiag.model.request.HostSelection`)."""
+    values, taken = _given(given, fixed or {})
+    return _build(cls, values, taken)
 
 
-def audit(given: Mapping[str, Any]) -> AuditOptions | None:
-    """The Audit group (and ``--output``) as one :class:`AuditOptions`; None where the command has none."""
-    if "history" not in given:
-        return None
-    from gpudiag.audit.scheduled import parse_duration
-    from gpudiag.model.changes import FlapRule
+def request(given: Given, fixed: Fixed | None = None) -> SweepRequest:
+    """The one :class:`SweepRequest` from the options the command took, with what it sets itself (``fixed``),
+    checked (:func:`gpudiag.run.request.check`). Three values are not one option's: the check settings given
+    (:attr:`SweepRequest.checks`, laid over the inventory's when the run is prepared), the output's width and
+    live progress (this terminal's), and the audit's record of the options that chose the hosts."""
+    from gpudiag.cli.common import output_request
+    from gpudiag.run.request import check
 
-    renotify = given["renotify"]
-    return AuditOptions(history=given["history"], keep_days=given["keep_days"],
-                        lock_wait_s=given["history_lock_wait"], only_changes=given["only_changes"],
-                        flap=FlapRule(changes=given["flap_changes"], window=given["flap_window"]),
-                        notify_urls=tuple(given["notify"]), notify_cmd=given["notify_cmd"],
-                        renotify_s=parse_duration(renotify) if renotify else None, prom_file=given["prom_file"],
-                        output=given.get("output"), selection=selection(given))
+    values, taken = _given(given, fixed or {})
+    checks = values.pop(CheckSettings, {})
+    taken.discard(CheckSettings)
+    built = _build(SweepRequest, values, taken)
+    out = built.output
+    built = dataclasses.replace(built, checks=checks, output=output_request(
+        out.format, quiet=out.quiet, samples_detail=out.samples_detail, fold=out.fold,
+        progress=values.get(OutputRequest, {}).get("progress", given.get("progress"))))
+    if built.audit is not None:
+        built = dataclasses.replace(built, audit=dataclasses.replace(built.audit, selection=selection(given)))
+    return check(built)
 
 
 # The options that narrow a run to some hosts (the history keeps them with the run, beside the hosts swept).
@@ -103,44 +111,12 @@ _SELECTING = (("limit", "--limit"), ("exclude", "--exclude"), ("shard", "--shard
               ("slurm_job", "--slurm-job"), ("slurm_state", "--slurm-state"))
 
 
-def selection(given: Mapping[str, Any]) -> tuple[str, ...]:
+def selection(given: Mapping[str, object]) -> tuple[str, ...]:
     """The host-selecting options given, as words: ``("--exclude", "gpu07", "--shard", "1/4")``."""
     words: list[str] = []
     for name, flag in _SELECTING:
-        value = given.get(name)
-        for item in value if isinstance(value, (list, tuple)) else ([] if value is None else [value]):
+        chosen = given.get(name)
+        for item in chosen if isinstance(chosen, (list, tuple)) else ([] if chosen is None else [chosen]):
             words += [flag, str(item)]
     return tuple(words)
 
-
-def output(given: Mapping[str, Any], fmt: OutputFormat | None = None, **fixed: Any) -> OutputRequest:
-    """The Output options taken: ``--format`` (``fmt`` where the command maps its own), ``--quiet``, ``--fold``,
-    ``--progress``, ``--samples-detail``, for this terminal."""
-    from gpudiag.cli.common import output_request
-
-    values = {name: given[name] for name in ("quiet", "samples_detail", "fold", "progress") if name in given}
-    return output_request(fmt if fmt is not None else given.get("fmt", OutputFormat.TABLE), **(values | fixed))
-
-
-def request(given: Mapping[str, Any], *, sweep: SweepOptions | None = None, fmt: OutputFormat | None = None,
-            **fixed: Any) -> SweepRequest:
-    """The one :class:`SweepRequest` from the groups the command took; ``sweep``, ``fmt`` and ``fixed``
-    (``inventory_settings=False``...) are what the command decides itself."""
-    from gpudiag.sweep.workers import parse_workers
-
-    values: dict[str, Any] = {"sweep": sweep if sweep is not None else sweep_options(given),
-                              "output": output(given, fmt)}
-    if "inventory" in given:
-        values["hosts"] = hosts(given)
-    if "connect_timeout" in given:
-        values["ssh"] = ssh(given)
-    if "busy_utilization_pct" in given:
-        values["thresholds"] = thresholds(given)
-    if "workers" in given:
-        values["workers"] = parse_workers(given["workers"])
-    if "drain_on" in given:
-        values.update(drain_on=given["drain_on"], dry_run=given["dry_run"])
-    if "demo" in given:
-        values["demo"] = given["demo"]
-    values["audit"] = audit(given)
-    return SweepRequest(**(values | fixed))

@@ -1,6 +1,7 @@
 """What the command modules (:mod:`gpudiag.cli.commands`) share: the one-line failure (exit
-:data:`~gpudiag.model.report.EXIT_CANNOT_RUN`), the event loop, and carrying out a
-:class:`~gpudiag.cli.request.SweepRequest`.
+:data:`~gpudiag.model.report.EXIT_CANNOT_RUN`), the terminal (its width, the live progress, what a second
+Ctrl-C does), and handing a :class:`~gpudiag.model.request.SweepRequest` to the run layer (:mod:`gpudiag.run`),
+which carries it out.
 
 Every command module imports this one and it imports none, so the command layer has no import cycle.
 Like them it imports the layers below only where they are used, so that ``gpudiag --help`` starts fast.
@@ -8,68 +9,38 @@ Like them it imports the layers below only where they are used, so that ``gpudia
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import dataclasses
 import os
 import sys
-from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import typer
 
-from gpudiag.model.choices import EventLoop, TextFormat
+from gpudiag.model.choices import EventLoop, OutputFormat, TextFormat
 from gpudiag.model.report import EXIT_CANNOT_RUN
-from gpudiag.report import OutputFormat
 
 if TYPE_CHECKING:
-    from gpudiag.cli.request import HostSelection, OutputRequest, PreparedSweep, SelectedHosts, SweepRequest
-    from gpudiag.demo.demo import DemoNode
     from gpudiag.logs.plan import Planner
     from gpudiag.model import SweepReport
-    from gpudiag.sweep.runner import SweepObserver, SweepOptions
-
-    DemoPlan = tuple[SweepOptions, Planner, tuple[DemoNode, ...]]  # prepare_demo's: the demo's options, planner, nodes
-
-T = TypeVar("T")
+    from gpudiag.model.request import HostSelection, OutputRequest, SweepRequest
+    from gpudiag.run.request import PreparedSweep
+    from gpudiag.sources.selected import SelectedHosts
 
 PIPE_WIDTH = 160  # a report to a pipe or a file: wide enough that a table row is one line for grep
 MIN_WIDTH = 40  # narrower than this, no layout reads well: the lines wrap in the terminal instead
 
 
-# The global --event-loop option, set once per invocation by the app's callback before any command runs.
-_event_loop = [EventLoop.ASYNCIO]
-
-
 def use_event_loop(loop: EventLoop) -> None:
-    """Run every later :func:`run_async` on ``loop``."""
-    _event_loop[0] = loop
+    """Run every later run of this invocation on ``loop`` (:func:`gpudiag.run.execute.use_event_loop`)."""
+    from gpudiag.run.execute import use_event_loop as use
+
+    use(loop)
 
 
-def run_async(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` on the chosen event loop (:func:`gpudiag.sweep.loop.run`). Interrupted before it started (a
-    Ctrl-C in the import below, or before the loop ran it), it is closed: no "never awaited" warning."""
-    try:
-        from gpudiag.sweep.loop import run
-
-        return run(coro, _event_loop[0], note=_say)
-    except BaseException:
-        coro.close()  # a no-op once it ran
-        raise
-
-
-def _say(line: str) -> None:
+def say(line: str) -> None:
+    """One line for the operator on stderr: ``gpudiag: line``."""
     typer.echo(f"gpudiag: {line}", err=True)
-
-
-async def until_signal(start: Callable[[asyncio.Event], Coroutine[Any, Any, T]], stopped_by: list[str], *,
-                       say: Callable[[str], None] = _say) -> T:
-    """:func:`gpudiag.sweep.loop.until_signal` as a command runs it: the first SIGINT or SIGTERM stops the sweep
-    (``say`` prints why, through the progress display while one is shown), a second one exits at once with no
-    report."""
-    from gpudiag.sweep import loop
-
-    return await loop.until_signal(start, stopped_by, say=say, again=_exit_at_once)
 
 
 def _exit_at_once(signum: int) -> None:
@@ -88,86 +59,82 @@ def fail(message: str) -> typer.Exit:
 
 
 def configuration_errors() -> tuple[type[Exception], ...]:
-    """The exceptions that mean "the configuration is wrong" (one line, exit 3), imported on use."""
-    from gpudiag.sources.inventory import InventoryError
-    from gpudiag.transport.base import KeyLoadError
+    """The exceptions that mean "the configuration is wrong" (one line, exit 3). Nothing is imported here: it
+    is evaluated as an exception propagates, a Ctrl-C in the middle of an import among them, where importing
+    again finds a half-made module (yaml's) and turns the interruption into a traceback. A module that was
+    never imported raised none of its errors."""
+    inventory = sys.modules.get("gpudiag.sources.inventory")
+    found = getattr(inventory, "InventoryError", None)
+    # ValueError covers the rest: KeyLoadError, RequestError, SettingsError, ShardError, LogConfigError, PackError.
+    return (ValueError,) if found is None else (found, ValueError)
 
-    # ValueError covers the rest: RequestError, SettingsError, ShardError, LogConfigError, PackError.
-    return InventoryError, KeyLoadError, ValueError
 
+@contextlib.contextmanager
+def selected_hosts(selection: HostSelection) -> Iterator[SelectedHosts]:
+    """:func:`gpudiag.run.request.selected_hosts` (what a source started stops on leaving), saying on stderr
+    what an inventory not in gpudiag's format (an Ansible one) was read as."""
+    from gpudiag.run.request import selected_hosts as select
 
-def selected_hosts(selection: HostSelection) -> SelectedHosts:
-    """:func:`gpudiag.cli.request.select_hosts`, saying on stderr what an inventory not in gpudiag's format (an
-    Ansible one) was read as."""
-    from gpudiag.cli.request import select_hosts
-
-    selected = select_hosts(selection)
-    if selected.read_as:
-        typer.echo(f"gpudiag: {selected.read_as}", err=True)
-    return selected
+    with select(selection) as selected:
+        if selected.read_as:
+            typer.echo(f"gpudiag: {selected.read_as}", err=True)
+        yield selected
 
 
 def sweep_report(request: SweepRequest, *, no_hosts: str = "no hosts given") -> SweepReport:
-    """Carry out ``request``: the demo cluster, or the hosts it selects (none: :class:`RequestError` with
-    ``no_hosts``, unless a shard came out empty). Configuration errors raise before any connection."""
-    from gpudiag.cli.request import RequestError, prepare_demo
-
-    if request.demo:
-        from gpudiag.demo.demo import sweep_demo
-
-        options, planner, nodes = prepare_demo(request)
-        return _until_stopped(request.output, len(nodes), lambda stop, observer, _say: sweep_demo(
-            options, planner=planner, nodes=nodes, connect_timeout_s=request.ssh.connect_timeout_s, stop=stop,
-            observer=observer, fleet=not request.hosts.partial))
-    selected = selected_hosts(request.hosts)
-    if not selected.hosts and request.hosts.shard is None:
-        raise RequestError(no_hosts)
-    return sweep_selected(request, selected)
+    """Carry out ``request`` on the hosts it selects (:func:`sweep_hosts`): the report."""
+    return sweep_hosts(request, no_hosts=no_hosts)[0]
 
 
-def sweep_selected(request: SweepRequest, selected: SelectedHosts) -> SweepReport:
-    """Sweep the ``selected`` hosts as ``request`` asks (its own host selection is not read again): in this
-    process, or in ``--workers`` processes merged into one report; the live progress follows either."""
-    from gpudiag.cli.request import prepare
-    from gpudiag.sweep.runner import sweep
-    from gpudiag.sweep.workers import resolve_workers, sweep_in_workers
-    from gpudiag.transport.build import open_transport
+def sweep_hosts(request: SweepRequest, *, no_hosts: str) -> tuple[SweepReport, SelectedHosts]:
+    """Carry out ``request`` on the hosts it selects (none: :class:`RequestError` with ``no_hosts``, unless a
+    shard came out empty): the report, and the hosts (with the Slurm nodes, when Slurm gave them).
+    Configuration errors raise before any connection."""
+    from gpudiag.run.request import RequestError, log_planner
 
-    prepared = prepare(request, selected)
-    workers = resolve_workers(request.workers, len(prepared.hosts))
-    fleet = not request.hosts.partial  # a part of the hosts sees its groups in part: no fleet verdict
-
-    def start(stop: asyncio.Event, observer: SweepObserver | None,
-              say: Callable[[str], None]) -> Coroutine[Any, Any, SweepReport]:
-        if workers > 1:
-            return sweep_in_workers(prepared.hosts, prepared.options, prepared.plans, request.ssh, workers,
-                                    stop=stop, observer=observer, on_note=say,
-                                    event_loop=_event_loop[0], fleet=fleet)
-        return sweep(prepared.hosts, open_transport(prepared.ssh), prepared.options, plans=prepared.plans, stop=stop,
-                     on_note=say, observer=observer, fleet=fleet)
-
-    # A lowered window (the open-file limit cannot hold the fan-out) is said once, before any connection.
-    # SIGINT/SIGTERM stop it: the report then holds what finished, the rest cancelled, and says which signal.
-    return _until_stopped(request.output, len(prepared.hosts), start)
+    planner = log_planner(request)
+    with selected_hosts(request.hosts) as selected:
+        if not selected.hosts and request.hosts.shard is None:
+            raise RequestError(no_hosts)
+        return sweep_selected(request, selected, planner), selected
 
 
-def _until_stopped(output: OutputRequest, total: int | None, start: Callable[
-        [asyncio.Event, SweepObserver | None, Callable[[str], None]], Coroutine[Any, Any, SweepReport]]) -> SweepReport:
-    """Run the sweep ``start(stop, observer, say)`` until it ends or SIGINT/SIGTERM stops it (the report then
-    says which signal), with the live progress on stderr when ``output`` asks for it: erased before the
-    report is printed, on Ctrl-C too. ``say`` prints a line on stderr above the progress."""
-    stopped_by: list[str] = []
-    if not output.progress:
-        report = run_async(until_signal(lambda stop: start(stop, None, _say), stopped_by))
-    else:
-        from gpudiag.cli.progress import SweepProgress
+def sweep_selected(request: SweepRequest, selected: SelectedHosts, planner: Planner | None = None) -> SweepReport:
+    """Sweep the ``selected`` hosts as ``request`` asks (:func:`gpudiag.run.execute.sweep`; its own host
+    selection is not read again), with the live progress on stderr when ``request.output`` asks for it: erased
+    before the report is printed, on Ctrl-C too. SIGINT/SIGTERM stop it: the report then holds what finished,
+    the rest cancelled, and says which signal."""
+    from gpudiag.run.execute import Display, sweep
+    from gpudiag.run.request import prepare
 
-        with SweepProgress.on_stderr(total) as progress:
-            def say(line: str) -> None:
-                progress.say(f"gpudiag: {line}")
+    prepared = prepare(request, selected, planner)
+    for note in prepared.notes:  # Slurm's GPU allocations not read, or some jobs' left out
+        say(note)
+    if not request.output.progress:
+        return sweep(request, prepared, Display(say=say, again=_exit_at_once))
+    from gpudiag.cli.progress import SweepProgress
 
-            report = run_async(until_signal(lambda stop: start(stop, progress, say), stopped_by, say=say))
-    return dataclasses.replace(report, stopped_by=stopped_by[0]) if stopped_by else report
+    with SweepProgress.on_stderr(len(prepared.hosts)) as progress:
+        def above(line: str) -> None:
+            progress.say(f"gpudiag: {line}")
+
+        return sweep(request, prepared, Display(say=above, observer=progress, again=_exit_at_once))
+
+
+@contextlib.contextmanager
+def prepared_hosts(request: SweepRequest, no_hosts: str) -> Iterator[PreparedSweep]:
+    """For the commands that keep connections (watch, exporter): the prepared hosts, while the run lasts. No
+    host: ``RequestError`` with ``no_hosts``. Configuration errors raise before any connection."""
+    from gpudiag.run.request import RequestError, log_planner, prepare
+
+    planner = log_planner(request)
+    with selected_hosts(request.hosts) as selected:
+        if not selected.hosts:
+            raise RequestError(no_hosts)
+        prepared = prepare(request, selected, planner)
+        for note in prepared.notes:  # the kept connections that the open-file limit does not fit
+            say(note)
+        yield prepared
 
 
 def terminal_width() -> int:
@@ -189,7 +156,7 @@ def output_request(fmt: OutputFormat, *, quiet: bool = False, samples_detail: bo
     """The :class:`OutputRequest` for these flags on this terminal: its width, and progress (``--progress`` /
     ``--no-progress``, else shown when stdout and stderr are both a terminal and not ``--quiet``: never on
     a pipe, where it would garble ``less``, nor for cron)."""
-    from gpudiag.cli.request import OutputRequest
+    from gpudiag.model.request import OutputRequest
 
     if progress is None:
         progress = not quiet and sys.stdout.isatty() and sys.stderr.isatty()
@@ -213,20 +180,3 @@ def wants_json(fmt: TextFormat, deprecated_json: bool) -> bool:
     if deprecated_json:
         typer.echo("gpudiag: --json is deprecated; use --format json", err=True)
     return deprecated_json or fmt is TextFormat.JSON
-
-
-def prepare_hosts(request: SweepRequest, no_hosts: str) -> tuple[PreparedSweep | None, DemoPlan | None]:
-    """For the commands that keep connections (watch, exporter): the prepared hosts, or with ``--demo`` the
-    demo's options, planner and nodes (:func:`gpudiag.cli.request.prepare_demo`). No host: ``RequestError``
-    with ``no_hosts``. Configuration errors raise before any connection."""
-    from gpudiag.cli.request import RequestError, prepare, prepare_demo
-
-    if request.demo:
-        return None, prepare_demo(request)
-    selected = selected_hosts(request.hosts)
-    if not selected.hosts:
-        raise RequestError(no_hosts)
-    prepared = prepare(request, selected)
-    for note in prepared.notes:  # the kept connections that the open-file limit does not fit
-        _say(note)
-    return prepared, None

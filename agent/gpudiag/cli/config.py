@@ -12,6 +12,10 @@ serves sweep, watch, grep, ...); a ``[sweep]``, ``[watch]``, ... table sets one 
 the TOML type of the option: a string, a number, a boolean (a flag), or an array of strings (a repeatable
 option). An unknown key or table, or a value of the wrong type, is refused in one line that names the file,
 its line and the key; a TOML syntax error names the file and the line. contrib/audit.toml is an example.
+
+``[fleet]`` says what each GPU model's hosts must run (DRIVER_DRIFT's expectation, beating the group's vote): one
+table per model, ``[fleet."NVIDIA H200"]`` with ``driver``, ``cuda`` and ``vbios`` keys, and ``action = "..."``
+for a host off it; they fill ``--expect`` and ``--expect-action`` of every command that has them.
 """
 
 from __future__ import annotations
@@ -31,6 +35,10 @@ from gpudiag.cli.params import TYPES
 
 ENV = "GPUDIAG_CONFIG"
 SHARED = "defaults"  # the table whose keys apply to every command that has the option
+# [fleet]: what each GPU model's hosts must run, one table per model ([fleet."NVIDIA H200"] driver = "580.159.04"),
+# and action = "..." for a host off it: the --expect and --expect-action of every command that has them
+FLEET = "fleet"
+FLEET_FACTS = ("driver", "cuda", "vbios")
 
 
 class ConfigError(ValueError):
@@ -51,7 +59,7 @@ def _toml() -> Any:
     return tomllib
 
 
-def read(path: Path) -> tuple[dict[str, Any], str]:
+def read(path: Path) -> tuple[dict[str, object], str]:
     """The file's tables and its text; :class:`ConfigError` for a missing file or a syntax error."""
     tomllib = _toml()
     try:
@@ -67,7 +75,7 @@ def read(path: Path) -> tuple[dict[str, Any], str]:
 def _keys(command: Any) -> dict[str, Any]:
     """A click command's parameters by every key the file may use for them: the Python name and the long
     option names without dashes (``prom-file`` and ``prom_file`` both name ``prom_file``)."""
-    keys: dict[str, Any] = {}
+    keys: dict[str, object] = {}
     for param in command.params:
         if param.name in (None, "config", "help"):
             continue
@@ -82,11 +90,14 @@ def _line(text: str, table: str | None, key: str) -> int | None:
     """The line of ``key`` in ``table`` (None: the top level), for the error message."""
     current = None
     for number, line in enumerate(text.splitlines(), 1):
-        header = re.match(r"\s*\[\s*([^\]\s]+)\s*\]", line)
-        if header and table is None and header.group(1).strip("\"'") == key:  # the table itself
+        header = re.match(r"\s*\[\s*([^\]]+?)\s*\]\s*(?:#.*)?$", line)
+        name = header.group(1) if header else ""
+        if name[:1] in "\"'" and name[-1:] == name[:1]:  # a quoted table name: ["defaults"]
+            name = name[1:-1]
+        if header and table is None and name == key:  # the table itself
             return number
         if header:
-            current = header.group(1).strip("\"'")
+            current = name
         elif current == table and re.match(rf"\s*[\"']?{re.escape(key)}[\"']?\s*=", line):
             return number
     return None
@@ -115,7 +126,7 @@ def _fits(kind: str, value: object, choices: tuple[str, ...] | None) -> bool:
     return isinstance(value, str) and (choices is None or value in choices)
 
 
-def _checked(tp: Any, value: object) -> str | None:
+def _checked(tp: object, value: object) -> str | None:
     """Why ``value`` cannot be a parameter of type ``tp``'s (None: it can)."""
     kind, choices, array = _kind(tp)
     what = f"one of {', '.join(choices)}" if choices else ("an integer" if kind == "integer" else f"a {kind}")
@@ -129,7 +140,7 @@ def _checked(tp: Any, value: object) -> str | None:
 def defaults(path: Path, data: Mapping[str, Any], text: str, commands: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Every command's ``default_map`` from the file's ``data``: checked whole, whichever command runs."""
     keyed = {name: _keys(command) for name, command in commands.items()}
-    found: dict[str, dict[str, Any]] = {name: {} for name in commands}
+    found: dict[str, dict[str, object]] = {name: {} for name in commands}
 
     def refuse(table: str | None, key: str, why: str) -> ConfigError:
         line = _line(text, table, key)
@@ -150,12 +161,32 @@ def defaults(path: Path, data: Mapping[str, Any], text: str, commands: Mapping[s
     for key, value in data.items():
         if not isinstance(value, dict):
             raise refuse(None, key, f"a key outside any table (put it in [{SHARED}] or a command's table)")
-        if key != SHARED and key not in commands:
-            raise refuse(None, key, f"unknown table [{key}] (known: {SHARED}, {', '.join(commands)})")
+        if key not in (SHARED, FLEET) and key not in commands:
+            raise refuse(None, key, f"unknown table [{key}] (known: {SHARED}, {FLEET}, {', '.join(commands)})")
+    expect: list[str] = []
+    for key, value in data.get(FLEET, {}).items():
+        if key == "action":
+            from gpudiag.model.actions import Action
+
+            if value not in [a.label for a in Action]:
+                raise refuse(FLEET, key, f"expected one of {', '.join(a.label for a in Action)}, not {value!r}")
+            put(FLEET, "expect-action", value, [n for n in commands if "expect_action" in keyed[n]])
+        elif isinstance(value, dict):
+            table = f'{FLEET}."{key}"'
+            for fact, version in value.items():
+                if fact not in FLEET_FACTS:
+                    raise refuse(table, fact, f"unknown key (known: {', '.join(FLEET_FACTS)})")
+                if not isinstance(version, str):
+                    raise refuse(table, fact, f"expected a string, not {version!r}")
+                expect.append(f"{key}:{fact}={version}")
+        else:
+            raise refuse(FLEET, key, 'unknown key (known: action, and a table per GPU model: [fleet."NVIDIA H200"])')
+    if expect:
+        put(FLEET, "expect", expect, [n for n in commands if "expect" in keyed[n]])
     for key, value in data.get(SHARED, {}).items():
         put(SHARED, key, value, list(commands))
     for table, values in data.items():
-        if table != SHARED:
+        if table not in (SHARED, FLEET):
             for key, value in values.items():
                 put(table, key, value, [table])
     return found

@@ -12,9 +12,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gpudiag.cli import config
-from gpudiag.cli.params import Group, Param, Takes, takes
-from gpudiag.model.choices import DrainLevel, Source, TextFormat
-from gpudiag.report import OutputFormat
+from gpudiag.cli.params import Group, Param, Setting, Takes, takes
+from gpudiag.model.actions import Action
+from gpudiag.model.changes import FlapRule
+from gpudiag.model.choices import DrainLevel, OutputFormat, Source, TextFormat
+from gpudiag.model.request import (
+    AuditOptions,
+    HostSelection,
+    LogOptions,
+    OutputRequest,
+    SlurmSelection,
+    SshRequest,
+    SweepOptions,
+    SweepRequest,
+)
+from gpudiag.model.settings import CheckSettings, VersionExpectation
 
 HOSTS_PANEL, SSH_PANEL, SAMPLING_PANEL, CHECKS_PANEL = "Hosts", "SSH", "Sampling", "Checks"
 LOGS_PANEL, OUTPUT_PANEL, AUDIT_PANEL, SLURM_PANEL, FLEET_PANEL = "Logs", "Output", "Audit", "Slurm", "Fleet"
@@ -28,187 +40,305 @@ def _check_default(field: str) -> str:
     return f"(default {getattr(CheckSettings(), field):g})"
 
 
+# How an option's text becomes its setting's value, imported where an option is given (not on start).
+def _shard(text: str) -> tuple[int, int]:
+    from gpudiag.sweep.shard import parse_shard
+
+    return parse_shard(text)
+
+
+def _workers(text: str) -> int | None:
+    from gpudiag.sweep.workers import parse_workers
+
+    return parse_workers(text)
+
+
+def _rate(text: str) -> float | None:
+    from gpudiag.transport.pacing import parse_rate
+
+    return parse_rate(text)
+
+
+def _duration(text: str) -> float | None:
+    from gpudiag.audit.scheduled import parse_duration
+
+    return parse_duration(text) if text else None
+
+
+def _split(values: list[str]) -> tuple[str, ...]:
+    if not values:
+        return ()
+    from gpudiag.sources.slurm import split_list
+
+    return split_list(values)
+
+
+# A parser of a repeatable option returns at once when none was given: the run's imports stay as they were.
+def _codes(words: list[str]) -> tuple[str, ...]:
+    if not words:
+        return ()
+    from gpudiag.checks.actions import finding_codes
+
+    return finding_codes(words, flag="--skip")
+
+
+def _expectations(texts: list[str]) -> tuple[VersionExpectation, ...]:
+    if not texts:
+        return ()
+    from gpudiag.checks.settings import parse_expectations
+
+    return parse_expectations(texts)
+
+
+def _expect_action(text: str) -> Action:
+    from gpudiag.checks.settings import parse_expect_action
+
+    return parse_expect_action(text)
+
+
+def _output_format(fmt: TextFormat) -> OutputFormat:
+    return OutputFormat(fmt.value)
+
+
 def _in(panel: str, *params: Param) -> Group:
     return Group(panel, tuple(p.but(panel=panel) for p in params))
 
 
-TARGETS = Param(name="targets", type=list[str] | None, default=None, argument=True,
+TARGETS = Param(name="targets", type=list[str] | None, default=None, fills=Setting(HostSelection, "targets"),
+                argument=True,
                 help="Hosts or patterns (gpu[01-16]), ~/.ssh/config aliases, or localhost.")
-INVENTORY = Param(name="inventory", type=Path | None, default=None, decls=("--inventory", "-i"),
+INVENTORY = Param(name="inventory", type=Path | None, fills=Setting(HostSelection, "inventory"),
+                  decls=("--inventory", "-i"),
                   panel=HOSTS_PANEL, help="Inventory YAML file.", extra={"metavar": "FILE"})
-LIMIT = Param(name="limit", type=list[str], default=[], decls=("--limit",), panel=HOSTS_PANEL,
+LIMIT = Param(name="limit", type=list[str], fills=Setting(HostSelection, "limit"),
+              decls=("--limit",), panel=HOSTS_PANEL,
               extra={"metavar": "PATTERN"}, help="Only these groups or host patterns (repeatable).")
-EXCLUDE = Param(name="exclude", type=list[str], default=[], decls=("--exclude",), panel=HOSTS_PANEL,
+EXCLUDE = Param(name="exclude", type=list[str], fills=Setting(HostSelection, "exclude"),
+                decls=("--exclude",), panel=HOSTS_PANEL,
                 extra={"metavar": "PATTERN"}, help="Leave out these host patterns (repeatable).")
 HOSTS = _in(HOSTS_PANEL,
     INVENTORY,
-    Param(name="user", type=str | None, default=None, decls=("--user", "-u"), help="SSH user for the targets.",
+    Param(name="user", type=str | None, fills=Setting(HostSelection, "user"),
+          decls=("--user", "-u"), help="SSH user for the targets.",
           extra={"metavar": "USER"}),
-    Param(name="port", type=int | None, default=None, decls=("--port", "-p"), help="SSH port for the targets.",
+    Param(name="port", type=int | None, fills=Setting(HostSelection, "port"),
+          decls=("--port", "-p"), help="SSH port for the targets.",
           extra={"metavar": "PORT"}),
-    Param(name="identity_file", type=str | None, default=None, decls=("--identity-file",),
+    Param(name="identity_file", type=str | None, fills=Setting(HostSelection, "identity_file"),
+          decls=("--identity-file",),
           help="Private key (loaded once per run).", extra={"metavar": "FILE"}),
-    Param(name="jump", type=str | None, default=None, decls=("--jump", "-J"), extra={"metavar": "HOST"},
+    Param(name="jump", type=str | None, fills=Setting(HostSelection, "jump"),
+          decls=("--jump", "-J"), extra={"metavar": "HOST"},
           help="Reach every host through this bastion, \\[user@]host[:port] (ssh -J; an IPv6 one in brackets: "
                "ops@\\[::1]:22)."),
     LIMIT,
     EXCLUDE,
 )
-DEMO = Param(name="demo", type=bool, default=False, decls=("--demo",), panel=HOSTS_PANEL,
+DEMO = Param(name="demo", type=bool, fills=Setting(HostSelection, "demo"), decls=("--demo",), panel=HOSTS_PANEL,
              help="The built-in simulated cluster, over real SSH on loopback (no GPU, no cluster needed).")
-LOCAL = Param(name="local", type=bool, default=False, decls=("--local",), panel=HOSTS_PANEL,
+LOCAL = Param(name="local", type=bool, fills=Setting(HostSelection, "local"), decls=("--local",), panel=HOSTS_PANEL,
               help="Also this machine, without SSH.")
 
 
 
 SSH = _in(SSH_PANEL,
-    Param(name="connect_timeout", type=float, default=10.0, decls=("--connect-timeout",),
+    Param(name="connect_timeout", type=float, fills=Setting(SshRequest, "connect_timeout_s"),
+          decls=("--connect-timeout",),
           extra={"min": 0.1, "metavar": "S"},
           help="Seconds from the TCP connect to a logged-in session, SSH banner, key exchange and authentication "
                "included (a dead host costs this much; the shorter of this and --login-timeout fires)."),
-    Param(name="login_timeout", type=float, default=10.0, decls=("--login-timeout",),
+    Param(name="login_timeout", type=float, fills=Setting(SshRequest, "login_timeout_s"), decls=("--login-timeout",),
           extra={"min": 0.1, "metavar": "S"},
           help="Seconds from the TCP connection made to a logged-in session. Whichever of the two timeouts "
                "fires, the host is unreachable (timeout)."),
-    Param(name="known_hosts", type=str | None, default=None, decls=("--known-hosts",), extra={"metavar": "FILE"},
+    Param(name="known_hosts", type=str | None, fills=Setting(SshRequest, "known_hosts"),
+          decls=("--known-hosts",), extra={"metavar": "FILE"},
           help="known_hosts file to trust (default: ~/.ssh/known_hosts and gpudiag's own); with "
                "--accept-new-host-keys, new keys are recorded in it."),
-    Param(name="ssh_config", type=Path | None, default=None, decls=("--ssh-config", "-F"), extra={"metavar": "FILE"},
+    Param(name="ssh_config", type=Path | None, fills=Setting(SshRequest, "ssh_config"),
+          decls=("--ssh-config", "-F"), extra={"metavar": "FILE"},
           help="OpenSSH client config to read instead of ~/.ssh/config (HostName, User, Port, IdentityFile...)."),
-    Param(name="accept_new_host_keys", type=bool, default=False, decls=("--accept-new-host-keys",),
+    Param(name="accept_new_host_keys", type=bool, fills=Setting(SshRequest, "accept_new_host_keys"),
+          decls=("--accept-new-host-keys",),
           help="Record keys of hosts never seen before (never changed ones), as ssh's accept-new does: in "
                "--known-hosts FILE (or the inventory's known_hosts:) when "
                "given, else in gpudiag's own known_hosts."),
-    Param(name="max_startups", type=int | None, default=None, decls=("--max-startups",),
+    Param(name="max_startups", type=int | None, fills=Setting(SshRequest, "max_startups"), decls=("--max-startups",),
           extra={"min": 1, "metavar": "N"},
           help="SSH handshakes under way at once per bastion and per sshd address (default 8: under OpenSSH's "
                "MaxStartups 10, past which sshd drops new connections). A logged-in session holds none."),
-    Param(name="connect_rate", type=str | None, default=None, decls=("--connect-rate",), extra={"metavar": "N/s"},
+    Param(name="connect_rate", type=str | None, default=None, fills=Setting(SshRequest, "connect_rate_per_s", _rate),
+          decls=("--connect-rate",), extra={"metavar": "N/s"},
           help="New SSH connections a second at most, e.g. 50/s or 3000/min (default: no rate, only "
                "--max-startups)."),
 )
 SAMPLING = _in(SAMPLING_PANEL,
-    Param(name="samples", type=int, default=5, decls=("--samples",), extra={"min": 1, "max": 600, "metavar": "N"},
+    Param(name="samples", type=int, fills=Setting(SweepOptions, "samples"),
+          decls=("--samples",), extra={"min": 1, "max": 600, "metavar": "N"},
           help="Samples per GPU (per refresh, for watch and exporter)."),
-    Param(name="interval", type=float, default=0.5, decls=("--interval",),
+    Param(name="interval", type=float, fills=Setting(SweepOptions, "interval_s"), decls=("--interval",),
           extra={"min": 0.0, "max": 60.0, "metavar": "S"}, help="Seconds between samples."),
-    Param(name="source", type=Source, default=Source.AUTO, decls=("--source",), extra={"metavar": "SOURCE"},
+    Param(name="source", type=Source, fills=Setting(SweepOptions, "source"),
+          decls=("--source",), extra={"metavar": "SOURCE"},
           help="auto: NVML where the bundled binding loads on the node, else nvidia-smi; nvidia-smi: never NVML."),
 )
-TIMEOUT = Param(name="timeout", type=float, default=30.0, decls=("--timeout",), panel=FLEET_PANEL,
+TIMEOUT = Param(name="timeout", type=float, fills=Setting(SweepOptions, "deadline_s"),
+                decls=("--timeout",), panel=FLEET_PANEL,
                 extra={"min": 1.0, "metavar": "S"},
                 help="Per-host deadline for the collection (seconds); the remote process is ended.")
 FLEET = _in(FLEET_PANEL,
-    Param(name="concurrency", type=int, default=256, decls=("--concurrency",), extra={"min": 1, "metavar": "N"},
+    Param(name="concurrency", type=int, fills=Setting(SweepOptions, "concurrency"),
+          decls=("--concurrency",), extra={"min": 1, "metavar": "N"},
           help="Hosts in flight at once."),
     TIMEOUT,
 )
-WORKERS = Param(name="workers", type=str, default="1", decls=("--workers",), panel=FLEET_PANEL,
+WORKERS = Param(name="workers", type=str, default="1", fills=Setting(SweepRequest, "workers", _workers),
+                decls=("--workers",), panel=FLEET_PANEL,
                 extra={"metavar": "N|auto"},
                 help="Processes that share the sweep, each a shard of the hosts with its own event loop, merged "
                      "into one report (auto: one per usable core, at most 8, and at least 50 hosts each).")
-SHARD = Param(name="shard", type=str | None, default=None, decls=("--shard",), panel=FLEET_PANEL,
+SHARD = Param(name="shard", type=str | None, default=None, fills=Setting(HostSelection, "shard", _shard),
+              decls=("--shard",), panel=FLEET_PANEL,
               extra={"metavar": "I/N"},
               help="Sweep only shard I of N (e.g. 1/4, or auto in a Slurm job array): a stable split by host "
                    "name; merge with gpudiag merge.")
 CHECKS = _in(CHECKS_PANEL,
-    Param(name="busy_utilization_pct", type=float | None, default=None, decls=("--busy-util-pct",),
+    # None: not given, so the inventory's or the default applies (laid over each other when the run is prepared)
+    Param(name="busy_utilization_pct", type=float | None, default=None,
+          fills=Setting(CheckSettings, "busy_utilization_pct"), decls=("--busy-util-pct",),
           extra={"metavar": "PCT"}, help="BUSY_LOW_POWER: utilization that counts as busy",
           late_help=lambda: _check_default("busy_utilization_pct") + "."),
-    Param(name="low_power_pct", type=float | None, default=None, decls=("--low-power-pct",), extra={"metavar": "PCT"},
+    Param(name="low_power_pct", type=float | None, default=None, fills=Setting(CheckSettings, "low_power_pct"),
+          decls=("--low-power-pct",), extra={"metavar": "PCT"},
           help="BUSY_LOW_POWER: power share of the enforced limit that counts as low",
           late_help=lambda: _check_default("low_power_pct") + "."),
-    Param(name="bandwidth_memory_utilization_pct", type=float | None, default=None, decls=("--bandwidth-mem-util-pct",),
+    Param(name="bandwidth_memory_utilization_pct", type=float | None, default=None,
+          fills=Setting(CheckSettings, "bandwidth_memory_utilization_pct"), decls=("--bandwidth-mem-util-pct",),
           extra={"metavar": "PCT"},
           help="BUSY_LOW_POWER: memory utilization meaning bandwidth-bound",
           late_help=lambda: _check_default("bandwidth_memory_utilization_pct") + "."),
+    Param(name="skip", type=list[str], fills=Setting(SweepOptions, "skip", _codes), decls=("--skip",),
+          extra={"metavar": "CODE"},
+          help="Do not report this finding code (repeatable, or comma-separated): the check is off; e.g. "
+               "POWER_LIMIT_REDUCED on nodes capped on purpose."),
+    Param(name="expect", type=list[str], fills=Setting(SweepOptions, "expectations", _expectations),
+          decls=("--expect",), extra={"metavar": "MODEL:FACT=V"},
+          help="DRIVER_DRIFT: what a GPU model's hosts must run, e.g. \"NVIDIA H200:driver=580.159.04\" (FACT: "
+               "driver, cuda, vbios; MODEL * for all; repeatable; the config's [fleet.\"MODEL\"])."),
+    Param(name="expect_action", type=str | None, default=None,
+          fills=Setting(SweepOptions, "expect_action", _expect_action), decls=("--expect-action",),
+          extra={"metavar": "ACTION"},
+          help="The action for a host off --expect (default watch; e.g. drain_and_inspect)."),
 )
-ACTIVE = Param(name="active", type=bool, default=False, decls=("--active",), panel=CHECKS_PANEL,
+ACTIVE = Param(name="active", type=bool, fills=Setting(SweepOptions, "active"), decls=("--active",),
+               panel=CHECKS_PANEL,
                help="Also load each idle GPU (no process, 0% busy, checked again just before) through the CUDA "
                     "driver: fp32 FMA rate, memory copy and PCIe bandwidth, judged against the model's published "
                     "figures and its peers. Costs ~4 s per node (at most 10, within --timeout) of full load on "
                     "the idle GPUs; a GPU in use is never touched.")
 LOGS = _in(LOGS_PANEL,
-    Param(name="log", type=list[str], default=[], decls=("--log",), extra={"metavar": "PATH"},
+    Param(name="log", type=list[str], fills=Setting(LogOptions, "paths"), decls=("--log",), extra={"metavar": "PATH"},
           help="Also scan this log (repeatable): a path (~ is the node's home) or @kernel (journalctl -k / dmesg: "
                "Xids)."),
-    Param(name="pack", type=list[str], default=[], decls=("--pack",), extra={"metavar": "FILE"},
+    Param(name="pack", type=list[str], fills=Setting(LogOptions, "pack_files"),
+          decls=("--pack",), extra={"metavar": "FILE"},
           help="A signature pack file (YAML) to use too (repeatable)."),
-    Param(name="log_tail_mib", type=float, default=8.0, decls=("--log-tail-mib",),
+    Param(name="log_tail_mib", type=float, fills=Setting(LogOptions, "tail_mib"), decls=("--log-tail-mib",),
           extra={"min": 0.001, "max": 1024.0, "metavar": "MIB"},
           help="Scan only the last N MiB of each log (and its rotations)."),
 )
-FORMAT = Param(name="fmt", type=OutputFormat, default=OutputFormat.TABLE, decls=("--format", "-f"),
+FORMAT = Param(name="fmt", type=OutputFormat, fills=Setting(OutputRequest, "format"), decls=("--format", "-f"),
                panel=OUTPUT_PANEL, extra={"metavar": "FORMAT"},
                help="table, json or html (one self-contained page; sweep writes it to --output FILE).")
 # inventory, grep and watch print a table (text) or JSON; --json was their flag before --format (kept, hidden).
-TEXT_FORMAT = FORMAT.but(type=TextFormat, default=TextFormat.TABLE, help="table or json.")
+TEXT_FORMAT = FORMAT.but(type=TextFormat, default=TextFormat.TABLE, help="table or json.",
+                         fills=Setting(OutputRequest, "format", _output_format))
 JSON_ALIAS = Param(name="deprecated_json", type=bool, default=False, decls=("--json",), panel=OUTPUT_PANEL,
                    help="Deprecated: --format json.", extra={"hidden": True})
-QUIET = Param(name="quiet", type=bool, default=False, decls=("--quiet", "-q"), panel=OUTPUT_PANEL,
+QUIET = Param(name="quiet", type=bool, fills=Setting(OutputRequest, "quiet"),
+              decls=("--quiet", "-q"), panel=OUTPUT_PANEL,
               help="For cron: print nothing when all is well (exit 0), only the findings when not.")
-FOLD = Param(name="fold", type=bool, default=True, decls=("--fold/--no-fold",), panel=OUTPUT_PANEL,
+FOLD = Param(name="fold", type=bool, fills=Setting(OutputRequest, "fold"),
+             decls=("--fold/--no-fold",), panel=OUTPUT_PANEL,
              help="Fold hosts (and GPUs of a host) that read the same into one row, as clush -b does; --no-fold "
                   "shows every row (the JSON always has every host).")
 PROGRESS = Param(name="progress", type=bool | None, default=None, decls=("--progress/--no-progress",),
                  panel=OUTPUT_PANEL, extra={"show_default": False},
                  help="Live progress on stderr while hosts answer (default: when stdout and stderr are a terminal "
                       "and not --quiet).")
-SAMPLES_DETAIL = Param(name="samples_detail", type=bool, default=False, decls=("--samples-detail",),
+SAMPLES_DETAIL = Param(name="samples_detail", type=bool, fills=Setting(OutputRequest, "samples_detail"),
+                       decls=("--samples-detail",),
                        panel=OUTPUT_PANEL, help="JSON: also every raw sample of each GPU (by default each GPU's "
                                                 "combined readings and its sample count).")
-OUTPUT = Param(name="output", type=Path | None, default=None, decls=("--output", "-o"), panel=OUTPUT_PANEL,
+OUTPUT = Param(name="output", type=Path | None, fills=Setting(AuditOptions, "output"),
+               decls=("--output", "-o"), panel=OUTPUT_PANEL,
                extra={"metavar": "FILE"},
                help="Write the report (any --format) to this file, not stdout; stdout gets one summary line "
                     "(none with --quiet). The exit code is the same.")
-SAVE_RAW = Param(name="save_raw", type=Path | None, default=None, decls=("--save-raw",), panel=OUTPUT_PANEL,
+SAVE_RAW = Param(name="save_raw", type=Path | None, fills=Setting(SweepOptions, "raw_dir"),
+                 decls=("--save-raw",), panel=OUTPUT_PANEL,
                  extra={"metavar": "DIR"},
                  help="Also keep each host's raw collector document in this folder (<host>.json): captures for "
                       "tests.")
 AUDIT = _in(AUDIT_PANEL,
-    Param(name="history", type=Path | None, default=None, decls=("--history",), extra={"metavar": "FILE"},
+    Param(name="history", type=Path | None, fills=Setting(AuditOptions, "history"),
+          decls=("--history",), extra={"metavar": "FILE"},
           help="Record each run in this SQLite file and say what changed (e.g. history.sqlite in "
                "~/.local/state/gpudiag)."),
-    Param(name="keep_days", type=float | None, default=None, decls=("--keep-days",), extra={"metavar": "DAYS"},
+    Param(name="keep_days", type=float | None, fills=Setting(AuditOptions, "keep_days"),
+          decls=("--keep-days",), extra={"metavar": "DAYS"},
           help="Prune recorded runs older than this many days."),
-    Param(name="history_lock_wait", type=float, default=10.0, decls=("--history-lock-wait",),
+    Param(name="history_lock_wait", type=float, fills=Setting(AuditOptions, "lock_wait_s"),
+          decls=("--history-lock-wait",),
           extra={"min": 0.0, "metavar": "S"}, help="Seconds to wait for another run's history write, then exit 3."),
-    Param(name="only_changes", type=bool, default=False, decls=("--only-changes",),
+    Param(name="only_changes", type=bool, fills=Setting(AuditOptions, "only_changes"), decls=("--only-changes",),
           help="Print only new and resolved findings (nothing when nothing changed); the exit code still says "
                "the current state."),
-    Param(name="flap_changes", type=int, default=4, decls=("--flap-changes",), extra={"min": 2, "metavar": "N"},
+    Param(name="flap_changes", type=int, fills=Setting(FlapRule, "changes"),
+          decls=("--flap-changes",), extra={"min": 2, "metavar": "N"},
           help="A finding that changed state this many times..."),
-    Param(name="flap_window", type=int, default=10, decls=("--flap-window",), extra={"min": 2, "metavar": "RUNS"},
+    Param(name="flap_window", type=int, fills=Setting(FlapRule, "window"),
+          decls=("--flap-window",), extra={"min": 2, "metavar": "RUNS"},
           help="...in this many runs is flapping: said once, then not announced while it flaps."),
-    Param(name="notify", type=list[str], default=[], decls=("--notify",), extra={"metavar": "URL"},
+    Param(name="notify", type=list[str], fills=Setting(AuditOptions, "notify_urls"),
+          decls=("--notify",), extra={"metavar": "URL"},
           help="Send new, resolved and re-notified findings to this URL (repeatable): an http(s) webhook gets a "
                "JSON POST; other schemes need Apprise."),
-    Param(name="notify_cmd", type=str | None, default=None, decls=("--notify-cmd",), extra={"metavar": "CMD"},
+    Param(name="notify_cmd", type=str | None, fills=Setting(AuditOptions, "notify_cmd"),
+          decls=("--notify-cmd",), extra={"metavar": "CMD"},
           help="Run this command (no shell) with the change set as JSON on stdin."),
-    Param(name="renotify", type=str | None, default=None, decls=("--renotify",), extra={"metavar": "AFTER"},
+    Param(name="renotify", type=str | None, default=None, fills=Setting(AuditOptions, "renotify_s", _duration),
+          decls=("--renotify",), extra={"metavar": "AFTER"},
           help="Send a finding still open again after this long (12h, 30m, 2d)."),
-    Param(name="prom_file", type=Path | None, default=None, decls=("--prom-file",), extra={"metavar": "FILE"},
+    Param(name="prom_file", type=Path | None, fills=Setting(AuditOptions, "prom_file"),
+          decls=("--prom-file",), extra={"metavar": "FILE"},
           help="Write the node_exporter textfile-collector file (PATH.prom, atomically)."),
 )
-SLURM_PARTITION = Param(name="slurm_partition", type=list[str], default=[], decls=("--slurm-partition",),
+SLURM_PARTITION = Param(name="slurm_partition", type=list[str], fills=Setting(SlurmSelection, "partitions", _split),
+                        decls=("--slurm-partition",),
                         panel=SLURM_PANEL, extra={"metavar": "NAME"},
                         help="Sweep the nodes of this Slurm partition (repeatable, or comma-separated).")
-SLURM_NODELIST = Param(name="slurm_nodelist", type=str | None, default=None, decls=("--slurm-nodelist",),
+SLURM_NODELIST = Param(name="slurm_nodelist", type=str | None, fills=Setting(SlurmSelection, "nodelist"),
+                       decls=("--slurm-nodelist",),
                        panel=SLURM_PANEL, extra={"metavar": "NODES"},
                        help="Sweep these Slurm nodes ('gpu\\[001-128]'), expanded by scontrol show hostnames.")
 SLURM = Group(SLURM_PANEL, (
     SLURM_PARTITION,
-    Param(name="slurm_job", type=str | None, default=None, decls=("--slurm-job",), panel=SLURM_PANEL,
+    Param(name="slurm_job", type=str | None, fills=Setting(SlurmSelection, "job"),
+          decls=("--slurm-job",), panel=SLURM_PANEL,
           extra={"metavar": "JOB"}, help="Sweep the nodes allocated to this Slurm job."),
     SLURM_NODELIST,
-    Param(name="slurm_state", type=list[str], default=[], decls=("--slurm-state",), panel=SLURM_PANEL,
+    Param(name="slurm_state", type=list[str], fills=Setting(SlurmSelection, "states", _split),
+          decls=("--slurm-state",), panel=SLURM_PANEL,
           extra={"metavar": "STATE"},
           help="Only Slurm nodes in these states (sinfo -t names: drain, down, idle, mixed...)."),
 ))
-DRY_RUN = Param(name="dry_run", type=bool, default=True, decls=("--dry-run/--yes",), panel=SLURM_PANEL,
+DRY_RUN = Param(name="dry_run", type=bool, fills=Setting(SweepRequest, "dry_run"),
+                decls=("--dry-run/--yes",), panel=SLURM_PANEL,
                 help="Print the drain/resume actions (default) or run them.")
 DRAIN = Group(SLURM_PANEL, (
-    Param(name="drain_on", type=DrainLevel | None, default=None, decls=("--drain-on",), panel=SLURM_PANEL,
+    Param(name="drain_on", type=DrainLevel | None, fills=Setting(SweepRequest, "drain_on"),
+          decls=("--drain-on",), panel=SLURM_PANEL,
           extra={"metavar": "LEVEL"},
           help="Drain (scontrol) the Slurm nodes with a finding at this level (warning, critical) or worse, or "
                "whose action is at least this one (watch, restart_workload, reset_gpu, reboot_node, "
@@ -237,7 +367,7 @@ TAKES: dict[str, tuple[Takes, ...]] = {
     "local": (SAMPLING, TIMEOUT, CHECKS, ACTIVE, LOGS, FORMAT, QUIET, FOLD, SAMPLES_DETAIL),
     "inventory": (INVENTORY.but(type=Path, default=...), LIMIT, EXCLUDE, TEXT_FORMAT, JSON_ALIAS, FOLD),
     "watch": (TARGETS, *REACHING_HOSTS, DEMO, SAMPLING.but(samples=2), CHECKS,
-              TEXT_FORMAT.but(help="table (the live view) or json: one gpudiag.sweep/2 document per refresh, one "
+              TEXT_FORMAT.but(help="table (the live view) or json: one gpudiag.sweep/4 document per refresh, one "
                                    "a line (JSON Lines).")),
     "merge": (FORMAT, QUIET, FOLD),
     "signatures": (),

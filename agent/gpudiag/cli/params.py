@@ -1,12 +1,14 @@
 """How an option is declared once and stacked onto every command that takes it (dbt-core's ``params.py`` idea).
 
 A :class:`Param` is one option (or argument): its Python name, type, default and typer declaration, with its
-help panel. A :class:`Group` is the options of one panel that belong together (the hosts, SSH, sampling...).
-:func:`takes` builds a command's signature from the groups it takes plus its own parameters, and calls the
-command with one :class:`Given`: the values by name, which :mod:`gpudiag.cli.build` turns into the one typed
-request (one builder per group). :class:`Command` is the click command class of every gpudiag command: it
-fills the help texts that quote a default from where it is defined (:attr:`Param.late_help`) only when a
-command's help is shown, so that ``gpudiag --help`` imports no layer below.
+help panel, and the :class:`Setting` it fills: a field of one of the request's values
+(:mod:`gpudiag.model.request`), whose default is the option's unless the option says another. A :class:`Group`
+is the options of one panel that belong together (the hosts, SSH, sampling...). :func:`takes` builds a
+command's signature from the groups it takes plus its own parameters, and calls the command with one
+:class:`Given`: the values and the parameters they came from, which :func:`gpudiag.cli.build.request` turns into
+the one typed request in one loop over the settings. :class:`Command` is the click command class of every
+gpudiag command: it fills the help texts that quote a default from where it is defined (:attr:`Param.late_help`)
+only when a command's help is shown, so that ``gpudiag --help`` imports no layer below.
 """
 
 from __future__ import annotations
@@ -22,19 +24,57 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """The field of a request value that an option fills: ``Setting(SweepOptions, "samples")``, and ``parse``
+    when the option's text is not yet the value (``--shard 1/4`` -> ``(1, 4)``; it raises a one-line
+    ``ValueError``). A list given becomes a tuple."""
+
+    owner: type
+    field: str
+    parse: Callable[[Any], Any] | None = None
+
+    @property
+    def default(self) -> object:
+        """The field's default, where the value is declared: the option's default unless it says another."""
+        declared = next(f for f in dataclasses.fields(self.owner) if f.name == self.field)
+        if declared.default_factory is not dataclasses.MISSING:
+            return declared.default_factory()
+        return declared.default
+
+
+class _FromSetting:
+    """The default of a :class:`Param` that takes its setting's (:attr:`Setting.default`)."""
+
+    def __repr__(self) -> str:
+        return "FROM_SETTING"
+
+
+FROM_SETTING: object = _FromSetting()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Param:
-    """One command-line parameter, declared once."""
+    """One command-line parameter, declared once. Its default is its setting's (``fills``) unless given."""
 
-    name: str  # the Python name: the request builders and the config file's keys use it
-    type: Any
-    default: Any
+    name: str  # the Python name: the config file's keys use it
+    type: object
+    default: object = FROM_SETTING
+    fills: Setting | None = None  # what it sets in the request; None: the command reads it itself
     decls: tuple[str, ...] = ()  # "--inventory", "-i"; none for an argument
     help: str = ""
     panel: str | None = None
     argument: bool = False
     late_help: Callable[[], str] | None = None  # appended to help when a command's help is shown
-    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # min=, max=, metavar=, envvar=...
+    extra: Mapping[str, object] = dataclasses.field(default_factory=dict)  # min=, max=, metavar=, envvar=...
+
+    def __post_init__(self) -> None:
+        if self.default is FROM_SETTING:
+            if self.fills is None:
+                raise TypeError(f"{self.name}: a default, or the setting it fills")
+            default = self.fills.default
+            # click's repeatable options take a list; a flag's default is its own
+            object.__setattr__(self, "default", list(default) if isinstance(default, tuple) else default)
 
     @property
     def members(self) -> tuple[Param, ...]:
@@ -45,7 +85,7 @@ class Param:
         """This parameter with another default (``default=``) or help for one command."""
         return dataclasses.replace(self, **changes)
 
-    def info(self) -> Any:
+    def info(self) -> object:
         """The typer declaration (a default-style ``typer.Option``/``typer.Argument``)."""
         kwargs: dict[str, Any] = {"help": self.help, "rich_help_panel": self.panel, **self.extra}
         if self.argument:
@@ -62,7 +102,7 @@ class Group:
     panel: str
     members: tuple[Param, ...]
 
-    def but(self, **defaults: Any) -> Group:
+    def but(self, **defaults: object) -> Group:
         """The group with other defaults for some members (``samples=2``), for one command."""
         return Group(self.panel, tuple(p.but(default=defaults[p.name]) if p.name in defaults else p
                                        for p in self.members))
@@ -72,14 +112,15 @@ Takes = Group | Param
 
 # Each command's parameters' Python types by name, as :func:`takes` declared them: what a config file's value
 # is checked against (gpudiag.cli.config), whatever click or typer make of the types.
-TYPES: dict[str, dict[str, Any]] = {}
+TYPES: dict[str, dict[str, object]] = {}
 
 
-class Given(Mapping[str, Any]):
-    """The values of the groups' parameters of one invocation, by :attr:`Param.name`."""
+class Given(Mapping[str, object]):
+    """The values of the groups' parameters of one invocation, by :attr:`Param.name`, and the parameters."""
 
-    def __init__(self, values: Mapping[str, Any]) -> None:
+    def __init__(self, values: Mapping[str, object], params: tuple[Param, ...] = ()) -> None:
         self._values = dict(values)
+        self.params = params
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]
@@ -107,7 +148,7 @@ def takes(name: str, *groups: Takes) -> Callable[[Callable[..., None]], Callable
 
         @functools.wraps(func)
         def command(**values: Any) -> None:
-            given = Given({name: values.pop(name) for name in names})
+            given = Given({name: values.pop(name) for name in names}, params)
             func(**values, given=given)
 
         added = [inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, default=p.info(), annotation=p.type)

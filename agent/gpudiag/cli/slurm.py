@@ -1,9 +1,9 @@
 """Slurm's steps of ``sweep`` and ``undrain``: planning (with ``--yes`` running) the drains and resumes.
 
 The ``--slurm-*`` and ``--drain-on`` options are in :mod:`gpudiag.cli.options` (the Slurm panel) and reach the
-request through :func:`gpudiag.cli.build.slurm`: :func:`gpudiag.cli.request.select_hosts` then takes the hosts
-from Slurm (an inventory or the flags give the settings), and ``sweep`` calls :func:`drain` after the sweep: it
-plans (with ``--yes`` runs) the drains and adds each node's Slurm state and reason to the report; the
+request as its :class:`~gpudiag.model.request.SlurmSelection`: :func:`gpudiag.run.request.selected_hosts` then
+takes the hosts from Slurm (an inventory or the flags give the settings), and ``sweep`` calls :func:`drain` after
+the sweep: it plans (with ``--yes`` runs) the drains and adds each node's Slurm state and reason to the report; the
 scheduled-audit step (:func:`gpudiag.cli.commands.sweep.finish`) then records and prints that report with the
 :class:`Drained` parts (the ``slurm`` block, the lines after the table, the actions).
 
@@ -23,8 +23,8 @@ from gpudiag.model.choices import DrainLevel
 
 if TYPE_CHECKING:
     from gpudiag.audit.drain import Action
-    from gpudiag.cli.request import SweepRequest
     from gpudiag.model import SweepReport
+    from gpudiag.model.request import SweepRequest
     from gpudiag.sources.slurm import SlurmNode
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,8 +83,9 @@ def with_scheduler_state(report: SweepReport, nodes: Mapping[str, SlurmNode]) ->
 
 def now(actions: Sequence[Action]) -> dict[str, SlurmNode]:
     """The current Slurm state of the nodes ``actions`` would change: the sweep took a while."""
+    from gpudiag.model.request import SlurmSelection
     from gpudiag.sources.hostlist import fold
-    from gpudiag.sources.slurm import SlurmError, SlurmSelection, select_nodes
+    from gpudiag.sources.slurm import SlurmError, select_nodes
 
     try:
         return {n.name: n for n in select_nodes(SlurmSelection(nodelist=fold(a.node for a in actions if a.argv)))}

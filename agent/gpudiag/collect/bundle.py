@@ -25,8 +25,8 @@ NODE_DIR = Path(gpudiag_node.__file__).resolve().parent  # what runs on the node
 NODE_PACKAGE = "gpudiag_node"
 
 # The node-side modules the probe imports (``from . import proc``), each by its file's stem.
-NODE_MODULES = ("jsoncodec", "readings", "nvml", "links", "dcgm", "logscan", "context", "proc", "processes", "gpm",
-                "nccl_ras", "active", "active_test", "probe")
+NODE_MODULES = ("jsoncodec", "wire", "rows", "readings", "nvml", "links", "dcgm", "logscan", "logfork", "context",
+                "proc", "processes", "gpm", "nccl_ras", "smi", "stream", "active", "active_test", "probe")
 NVML_READER_FILES = ("nvml.py", "readings.py", "gpm.py", "links.py")
 
 _BOOTSTRAP = '''# gpudiag collector bundle: run as `python3 -`. Modules travel compressed and are imported on demand.

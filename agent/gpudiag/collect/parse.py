@@ -12,25 +12,26 @@ devices were found (https://docs.nvidia.com/deploy/nvidia-smi/, "Return value").
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
-import math
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from gpudiag.collect.kinds import from_number, from_words
 from gpudiag.collect.parse_active import parse_active
 from gpudiag.collect.parse_links import with_links
 from gpudiag.collect.parse_logs import parse_context, parse_logs
 from gpudiag.collect.parse_nccl_ras import parse_nccl_ras
 from gpudiag.collect.parse_processes import parse_processes, with_gpm
-from gpudiag.collect.untrusted import MAX_INT, Claims, items, mapping, seconds, short, text
+from gpudiag.collect.untrusted import Claims, items, mapping, seconds, short, text
 from gpudiag.logs.plan import LogPlan
-from gpudiag.model import PROBE_SCHEMA, GpuReading, GpuSample, HungCall, NodeReadings, SmiStatus
+from gpudiag.model import GpuReading, GpuSample, HungCall, NodeReadings, SmiStatus
 from gpudiag.model.arch import arch_name, parse_compute_capability, sm_name
-from gpudiag_node.readings import BY_NAME, PER_SAMPLE, READINGS, Reading, by_smi_field, enum_from_words
+from gpudiag_node.readings import BY_NAME, PER_SAMPLE, READINGS, Reading, by_smi_field
+from gpudiag_node.rows import cells as row_cells
+from gpudiag_node.wire import BY_SECTION, SCHEMA
 
 
 class ProbeFormatError(ValueError):
@@ -38,14 +39,16 @@ class ProbeFormatError(ValueError):
 
 
 # What one host may claim (issue 14): past these, the document is hostile or broken. The excess is cut and
-# becomes a problem of that host (PROBE_INCOMPLETE), so the controller's time and memory stay bounded.
-MAX_GPUS = 64  # distinct GPUs read per host
+# becomes a problem of that host (PROBE_INCOMPLETE), so the controller's time and memory stay bounded. The
+# sections' bounds are declared with the sections (gpudiag_node.wire.SECTIONS, docs/probe.md).
+MAX_GPUS = BY_SECTION["nvml"].bound[0]  # distinct GPUs read per host
 MAX_GPU_INDEX = 1023  # nvidia-smi and NVML number a node's GPUs from 0
-MAX_SAMPLES = 600  # samples per GPU (the --samples bound)
-MAX_PROBLEMS = 16
+MAX_SAMPLES = BY_SECTION["samples"].bound[0]  # samples per GPU (the --samples bound)
+MAX_PROBLEMS = BY_SECTION["problems"].bound[0]
+MAX_HUNG = BY_SECTION["hung"].bound[0]
+_UNAVAILABLE_CHARS = BY_SECTION["nvml_unavailable"].bound[0]
 MAX_MESSAGES = 20
 MAX_LINES = 2 * MAX_GPUS + MAX_MESSAGES  # of one nvidia-smi answer: a row and a lost-GPU line per GPU, messages
-MAX_READING = 1e15  # no reading (W, MHz, MiB, %, count) is larger; the clock-reason mask is a 64-bit field
 
 
 # nvidia-smi's spellings of "this GPU cannot give this reading": not applicable, not a failure.
@@ -54,9 +57,6 @@ _NOT_APPLICABLE = {"", "n/a", "[n/a]", "[not supported]", "[requested functional
 _GPU_IS_LOST = "[gpu is lost]"
 _LOST_LINE = re.compile(r"Unable to determine the device handle for GPU\s*([0-9A-Fa-f:.]+)\s*:\s*(.*)")
 _SMI_FIELDS = by_smi_field()
-# nvidia-smi's words for a flag reading (remapped_rows.pending "Yes", ecc.mode.current "Enabled").
-_FLAG_WORDS = {"yes": True, "enabled": True, "active": True, "true": True, "on": True,
-               "no": False, "disabled": False, "not active": False, "false": False, "off": False}
 
 
 def read_value(reading: Reading, raw: object) -> tuple[Any, str | None]:
@@ -65,7 +65,7 @@ def read_value(reading: Reading, raw: object) -> tuple[Any, str | None]:
     if raw is None or isinstance(raw, bool):
         return None, None
     if isinstance(raw, (int, float)):
-        return _number(reading, raw)
+        return from_number(reading.kind, raw)
     if not isinstance(raw, str):
         return None, f"unexpected {type(raw).__name__} value"
     value = raw.strip()
@@ -74,40 +74,7 @@ def read_value(reading: Reading, raw: object) -> tuple[Any, str | None]:
         return None, None
     if low.startswith("["):  # [Unknown Error] and nvidia-smi's other bracketed failures
         return None, f"nvidia-smi: {value[:80]}"
-    if reading.kind in ("text", "pstate"):
-        return short(value), None
-    if reading.kind == "flag":
-        flag = _FLAG_WORDS.get(low)
-        return (flag, None) if flag is not None else (None, f"not a yes/no: {value[:40]!r}")
-    if reading.kind == "enum":
-        return short(enum_from_words(value), 40), None
-    if reading.kind == "cc":
-        cc = parse_compute_capability(value)
-        return (f"{cc[0]}.{cc[1]}", None) if cc else (None, f"not a compute capability: {value[:40]!r}")
-    try:
-        if reading.kind == "mask":
-            return _number(reading, int(value, 0))
-        number = float(value.split()[0])
-    except (ValueError, IndexError, OverflowError):
-        return None, f"not a number: {value[:40]!r}"
-    return _number(reading, number)
-
-
-def _number(reading: Reading, number: float) -> tuple[Any, str | None]:
-    if isinstance(number, float) and not math.isfinite(number):
-        return None, f"not a finite number: {number!r}"
-    if not -MAX_READING <= number <= (MAX_INT if reading.kind == "mask" else MAX_READING):
-        return None, "out of range" + (f": {number:.3g}" if abs(number) < 1e300 else "")
-    if reading.kind in ("int", "mask"):
-        try:
-            return int(number), None
-        except (ValueError, OverflowError):
-            return None, f"not an integer: {number!r}"
-    if reading.kind == "flag":
-        return bool(number), None
-    if reading.kind in ("text", "pstate", "cc", "enum"):
-        return (str(number), None) if reading.kind == "text" else (None, f"not a {reading.kind}: {number!r}")
-    return float(number), None
+    return from_words(reading.kind, value, low)
 
 
 def combine(reading: Reading, values: Iterable[Any]) -> Any:
@@ -137,8 +104,8 @@ def load_document(stdout: bytes) -> dict[str, object]:
         why = (f"{exc.msg} at char {exc.pos}" if isinstance(exc, json.JSONDecodeError)
                else "nested too deep" if isinstance(exc, RecursionError) else "a number too long")
         raise ProbeFormatError(f"the collector's output is not JSON ({why})") from exc
-    if not isinstance(doc, dict) or doc.get("schema") != PROBE_SCHEMA:
-        raise ProbeFormatError(f"the collector's output is not a {PROBE_SCHEMA} document")
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise ProbeFormatError(f"the collector's output is not a {SCHEMA} document")
     return doc
 
 
@@ -156,11 +123,8 @@ def _rows(stdout: str, width: int, claims: Claims) -> tuple[list[list[str]], lis
         if width == 0:
             messages.append(line.strip()[:500])
             continue
-        try:
-            cells = next(csv.reader([line], skipinitialspace=True))
-        except csv.Error:  # a field past csv's size limit: not a row
-            cells = []
-        if len(cells) == width:
+        cells = row_cells(line)  # the node reads its rows the same way (gpudiag_node.rows)
+        if cells is not None and len(cells) == width:
             rows.append(cells)
         else:
             messages.append(line.strip()[:500])
@@ -238,7 +202,7 @@ def _claimed_index(value: object, claims: Claims) -> int | None:
     return index if isinstance(index, int) and index >= 0 else None
 
 
-def parse_probe(doc: Mapping[str, Any], *, output_truncated: bool = False,
+def parse_probe(doc: Mapping[str, object], *, output_truncated: bool = False,
                 log_plan: LogPlan | None = None) -> NodeReadings:
     """Turn a probe document into readings: per-GPU values combined over the samples, failures as data.
 
@@ -258,10 +222,10 @@ def _parse_probe(doc: Mapping[str, Any], claims: Claims, *, output_truncated: bo
     smi = mapping(doc.get("nvidia_smi"))
     problems = tuple(p[:500] for p in claims.cap([p for p in items(doc.get("problems")) if isinstance(p, str)],
                                                   MAX_PROBLEMS, "problems"))
-    source = f"nvidia-smi ({short(doc.get('collector'), 40) or 'python'} collector)"
+    source = f"nvidia-smi ({short(doc.get('collector'), BY_SECTION['collector'].bound[0]) or 'python'} collector)"
     common: dict[str, Any] = {"hostname": short(host.get("hostname")), "kernel": short(host.get("kernel")),
                               "output_truncated": output_truncated, "problems": problems,
-                              "nvml_unavailable": short(doc.get("nvml_unavailable"), 500),
+                              "nvml_unavailable": short(doc.get("nvml_unavailable"), _UNAVAILABLE_CHARS),
                               "logs": parse_logs(doc.get("logs"), log_plan, claims),
                               "context": parse_context(doc.get("context")),
                               "hung_calls": parse_hung(doc.get("hung")),
@@ -344,7 +308,7 @@ _GPU_CALLS = ("nvidia-smi --query-gpu", "NVML")  # the calls that read the GPUs 
 def parse_hung(value: object) -> tuple[HungCall, ...]:
     """The document's ``hung`` list (the node's calls killed at their bound); malformed entries are dropped."""
     calls = []
-    for entry in items(value)[:MAX_MESSAGES]:
+    for entry in items(value)[:MAX_HUNG]:
         entry = mapping(entry)
         call, after_s = short(entry.get("call"), 80), seconds(entry.get("after_s"))
         if call and after_s is not None:
@@ -352,7 +316,7 @@ def parse_hung(value: object) -> tuple[HungCall, ...]:
     return tuple(calls)
 
 
-def _window(samples: Sequence[Mapping[str, Any]]) -> float | None:
+def _window(samples: Sequence[Mapping[str, object]]) -> float | None:
     times = [t for t in (seconds(s.get("t_s")) for s in samples) if t is not None]
     return max(times) - min(times) if len(times) > 1 else None
 
@@ -430,7 +394,7 @@ def parse_dcgm(dmon: str) -> dict[int, dict[str, float]]:
             for index, fields in values.items()}
 
 
-def with_dcgm(node: NodeReadings, dcgm: Mapping[str, Any]) -> NodeReadings:
+def with_dcgm(node: NodeReadings, dcgm: Mapping[str, object]) -> NodeReadings:
     """``node`` with DCGM's profiling readings on its GPUs, or the reason there are none."""
     if not dcgm:
         return node

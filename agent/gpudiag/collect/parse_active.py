@@ -11,8 +11,9 @@ from typing import Any
 
 from gpudiag.collect.untrusted import integer, items, mapping, seconds, short
 from gpudiag.model.active import ActiveGpu, ActiveState, ActiveTest
+from gpudiag_node.wire import BY_SECTION
 
-MAX_GPUS = 64
+MAX_GPUS = BY_SECTION["active"].bound[0]  # GPUs read per host
 MAX_FIGURE = 1e6  # no TFLOP/s, GB/s, MHz or W figure is larger: past it, junk
 MAX_XIDS = 16
 

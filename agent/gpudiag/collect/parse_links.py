@@ -22,10 +22,11 @@ from typing import Any
 
 from gpudiag.collect.untrusted import integer, items, mapping, seconds, text
 from gpudiag.model import NodeReadings, NvLink
+from gpudiag_node.wire import BY_SECTION
 
 MAX_LINKS = 36  # NVML_NVLINK_MAX_LINKS
 MAX_GPUS = 64
-MAX_TEXT = 200_000  # characters of one nvidia-smi nvlink answer read
+MAX_TEXT = BY_SECTION["nvlink_smi"].bound[0]  # characters of one nvidia-smi nvlink answer read
 COUNTERS = ("crc", "replay", "recovery")
 
 _GPU = re.compile(r"^GPU (\d+):")
@@ -41,13 +42,13 @@ def _counter(value: object) -> int | None:
     return number if number is not None and number >= 0 else None
 
 
-def _from_nvml(part: Mapping[str, Any]) -> PerGpu:
+def _from_nvml(part: Mapping[str, object]) -> PerGpu:
     out: PerGpu = {}
     for key, gpu in list(part.items())[:MAX_GPUS]:
         if not (isinstance(key, str) and key.isdigit()):
             continue
         gpu = mapping(gpu)
-        values: dict[str, dict[int, Any]] = {}
+        values: dict[str, dict[int, object]] = {}
         for name in (*COUNTERS, "active"):
             row = items(gpu.get(name))[:MAX_LINKS]
             if name == "active":
@@ -122,7 +123,7 @@ def _links(start: PerGpu, end: PerGpu) -> dict[int, tuple[NvLink, ...]]:
     return result
 
 
-def parse_links(doc: Mapping[str, Any]) -> tuple[dict[int, tuple[NvLink, ...]], float | None]:
+def parse_links(doc: Mapping[str, object]) -> tuple[dict[int, tuple[NvLink, ...]], float | None]:
     """Each GPU's links from the document (NVML's part when the GPUs were read through NVML, else
     nvidia-smi's), and the window between the two reads of the counters."""
     nvml = mapping(mapping(doc.get("nvml")).get("nvlink"))
@@ -141,7 +142,7 @@ def parse_links(doc: Mapping[str, Any]) -> tuple[dict[int, tuple[NvLink, ...]], 
     return links, seconds(smi.get("window_s")) if links else None
 
 
-def with_links(node: NodeReadings, doc: Mapping[str, Any]) -> NodeReadings:
+def with_links(node: NodeReadings, doc: Mapping[str, object]) -> NodeReadings:
     """The node with its GPUs' NVLinks and the fabric manager's state (``fabric_manager``: NVSwitch nodes only)."""
     links, window = parse_links(doc)
     manager = mapping(doc.get("fabric_manager"))

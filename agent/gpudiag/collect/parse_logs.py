@@ -28,13 +28,14 @@ from gpudiag.collect.untrusted import text as _text
 from gpudiag.logs.echo import ECHO_CHARS, facts_of
 from gpudiag.logs.plan import LogPlan
 from gpudiag.model import GpuLink, LogLine, LogMatch, LogScan, LogStatus, NodeContext, ServerFacts
+from gpudiag_node.wire import BY_SECTION
 
 _GPU = re.compile(r"GPU(\d{1,4})$", re.ASCII)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # nvidia-smi underlines the header on a terminal
 
 # What one host's logs may claim (issue 14): the node keeps less than this (collectors/gpudiag_node/logscan.py); a
 # document past it is hostile or broken, and the excess is a problem of the host, not controller memory.
-MAX_SOURCES = 32
+MAX_SOURCES = BY_SECTION["logs"].bound[0]
 MAX_MATCHES = 1024  # in all of one host's logs, counting one per group_by key
 MAX_RECENT = 100  # recent lines per signature (gpudiag grep --lines)
 MAX_LOG_LINES = 4096  # lines kept in all of one host's logs (first, last, recent)
@@ -45,7 +46,7 @@ MAX_LIST = 16  # files, notes
 LINE_CHARS = 2000
 PATH_CHARS = 4096
 VALUE_CHARS = 200
-TOPOLOGY_GPUS = 64
+TOPOLOGY_GPUS = BY_SECTION["context"].bound[0]  # GPUs of the topology matrix read
 
 
 def _line(value: object, claims: Claims) -> LogLine | None:
@@ -74,7 +75,7 @@ def _sane(value: object) -> bool:
     return not isinstance(value, int) or _int(value) is not None
 
 
-def _matches(name: str, raw: Mapping[str, Any], claims: Claims) -> list[LogMatch]:
+def _matches(name: str, raw: Mapping[str, object], claims: Claims) -> list[LogMatch]:
     common: dict[str, Any] = {"signature": name[:VALUE_CHARS], "last_seq": _int(raw.get("last_seq")),
                               "values": _pairs(raw.get("values"), claims)}
     count, older = _int(raw.get("count")) or 0, _int(raw.get("older")) or 0
@@ -97,7 +98,7 @@ def _matches(name: str, raw: Mapping[str, Any], claims: Claims) -> list[LogMatch
                      last=_line(raw.get("last"), claims), recent=_lines(raw.get("recent"), claims), **common)]
 
 
-def _facts(name: str, raw: Mapping[str, Any], plan: LogPlan | None) -> ServerFacts | None:
+def _facts(name: str, raw: Mapping[str, object], plan: LogPlan | None) -> ServerFacts | None:
     count = _int(raw.get("count")) or 0
     if not count:
         return None
@@ -113,7 +114,7 @@ def _facts(name: str, raw: Mapping[str, Any], plan: LogPlan | None) -> ServerFac
                        seq=_int(raw.get("seq")), values=values)
 
 
-def parse_log_scan(raw: Mapping[str, Any], plan: LogPlan | None = None, claims: Claims | None = None) -> LogScan:
+def parse_log_scan(raw: Mapping[str, object], plan: LogPlan | None = None, claims: Claims | None = None) -> LogScan:
     """One source's part of the document → a :class:`LogScan`; what it claims past the bounds is cut and
     recorded in ``claims``."""
     claims = claims if claims is not None else Claims()
@@ -147,7 +148,7 @@ def parse_log_scan(raw: Mapping[str, Any], plan: LogPlan | None = None, claims: 
         **_found(_mapping(raw.get("found"))))
 
 
-def _found(found: Mapping[str, Any]) -> dict[str, str | None]:
+def _found(found: Mapping[str, object]) -> dict[str, str | None]:
     """How the node found a log it was not told of: {"pid", "server", "fds", "via"} → found_from (words)."""
     if not found:
         return {}

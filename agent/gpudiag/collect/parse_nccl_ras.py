@@ -24,8 +24,10 @@ from typing import Any
 
 from gpudiag.collect.untrusted import integer, items, mapping, seconds, short, text
 from gpudiag.model.nccl_ras import NcclRasStatus, RasRank
+from gpudiag_node.wire import BY_SECTION
 
-MAX_ANSWER_CHARS = 512 * 1024  # the collector sends at most 256 KiB; a node claiming more is cut here
+# The collector sends at most 256 KiB; a node claiming more is cut here.
+MAX_ANSWER_CHARS = BY_SECTION["nccl_ras"].bound[0]
 MAX_COMMUNICATORS = 64
 MAX_RANKS = 4096  # per communicator
 MAX_LINES = 20_000
@@ -68,7 +70,7 @@ def _rank(entry: Mapping[str, Any], state: str, detail: str | None = None) -> Ra
                    gpu=integer(entry.get("cuda_dev")), detail=detail)
 
 
-def _lagging(ranks: list[Mapping[str, Any]]) -> list[RasRank]:
+def _lagging(ranks: list[Mapping[str, object]]) -> list[RasRank]:
     """The ranks that launched fewer of some operation than the most any rank of the communicator did."""
     counts = [mapping(r.get("collective_counts")) for r in ranks]
     ops = sorted({op for c in counts for op in list(c)[:16] if isinstance(op, str)})
@@ -94,7 +96,7 @@ def _from_json(doc: Mapping[str, Any], common: dict[str, Any]) -> NcclRasStatus:
     missing: list[RasRank] = []
     lagging: list[RasRank] = []
     nodes: dict[str, None] = {}
-    largest: Mapping[str, Any] = {}
+    largest: Mapping[str, object] = {}
     for comm in comms:
         ranks = [mapping(r) for r in items(comm.get("ranks"))[:MAX_RANKS]]
         gone = [mapping(r) for r in items(comm.get("missing_ranks"))[:MAX_RANKS]]

@@ -15,8 +15,9 @@ from typing import Any
 from gpudiag.collect.untrusted import Claims, integer, items, mapping, seconds, short
 from gpudiag.model import GpuProcess, GpuReading
 from gpudiag_node.gpm import METRICS
+from gpudiag_node.wire import BY_SECTION
 
-MAX_PROCESSES = 256  # (GPU, process) rows read per host
+MAX_PROCESSES = BY_SECTION["processes"].bound[0]  # (GPU, process) rows read per host
 ARG_CHARS = 256
 MAX_ARGS = 64
 PATH_CHARS = 1024
@@ -29,7 +30,7 @@ def _pct(value: object) -> float | None:
     return number if number is not None and 0.0 <= number <= 100000.0 else None
 
 
-def _process(gpu: int, listed: Mapping[str, Any], info: Mapping[str, Any]) -> GpuProcess | None:
+def _process(gpu: int, listed: Mapping[str, object], info: Mapping[str, object]) -> GpuProcess | None:
     pid = integer(listed.get("pid"))
     if pid is None or pid < 0:
         return None
@@ -53,8 +54,8 @@ def _process(gpu: int, listed: Mapping[str, Any], info: Mapping[str, Any]) -> Gp
         unreadable=unreadable)
 
 
-def parse_processes(doc: Mapping[str, Any], nvml: Mapping[str, Any],
-                    claims: Claims) -> dict[str, Any]:
+def parse_processes(doc: Mapping[str, object], nvml: Mapping[str, object],
+                    claims: Claims) -> dict[str, object]:
     """The NodeReadings fields ``processes``, ``processes_from``, ``processes_user`` from the document: the
     GPUs' process lists (NVML's, in ``nvml.processes``, else the /proc watcher's own ``gpus``) joined with
     what /proc said of each pid."""
@@ -85,7 +86,7 @@ def parse_processes(doc: Mapping[str, Any], nvml: Mapping[str, Any],
             "processes_unlisted": tuple(unlisted)}
 
 
-def with_gpm(gpus: tuple[GpuReading, ...], gpm: Mapping[str, Any]) -> tuple[GpuReading, ...]:
+def with_gpm(gpus: tuple[GpuReading, ...], gpm: Mapping[str, object]) -> tuple[GpuReading, ...]:
     """The GPUs with GPM's SM activity (or why there is none) where the collector read it."""
     out = []
     for gpu in gpus:

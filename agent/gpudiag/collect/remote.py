@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from gpudiag.collect.bundle import bundle, fallback_source, payload_span
 from gpudiag.model.choices import Source
-from gpudiag_node.probe import KEPT_LINE
 from gpudiag_node.readings import smi_fields
+from gpudiag_node.wire import KEPT_LINE, make_config
 
 # Exit statuses of `timeout`: 124 after TERM at the deadline, 137 when the -k KILL was needed.
 TIMEOUT_EXIT_STATUSES = (124, 137)
@@ -115,28 +115,17 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
     notes = ["@note=the logs were not scanned: the log scan needs python3, which this node lacks"] if logs else []
     deadline = f"{max(1, round(deadline_s))}"
     bound = call_bound_s(deadline_s, samples, interval_s)
-    config: dict[str, object] = {"samples": samples, "interval_s": interval_s, "source": source.value,
-                                 "call_timeout_s": bound}
-    if logs:
-        config["logs"] = [dict(s) for s in logs]
-    if not processes:  # who is on the GPUs, and GPM (read only for GPUs with processes): off
-        config["processes"] = False
-    # Servers' logs found through their processes' stdout and stderr: the GPUs' processes, or, for a log
+    # Every key declared once, with its default, on the node's side (gpudiag_node.wire.CONFIG; docs/probe.md).
+    # Servers' logs are found through their processes' stdout and stderr: the GPUs' processes, or, for a log
     # search that reads no GPU, the processes whose command line is a known server's.
-    if discover_logs and processes:
-        config["discover_logs"] = dict(discover_logs)
-    if context:
-        config["context"] = True
-        if topology_if is not None:
-            config["topology_if"] = dict(topology_if)
-    if not gpus:
-        config.update(gpus=False, dcgm=False)
-    if active_budget_s is not None:
-        config["active"] = {"budget_s": active_budget_s, "deadline_s": deadline_s}
-    if stream:
-        config.update(stream=True, round_deadline_s=max(1.0, deadline_s))
-        if idle_s is not None:
-            config["idle_s"] = max(1.0, idle_s)
+    config = make_config(samples=samples, interval_s=interval_s, source=source.value, call_timeout_s=bound,
+                         logs=[dict(s) for s in logs] or None, processes=processes,
+                         discover_logs=dict(discover_logs) if discover_logs and processes else None,
+                         context=context, topology_if=dict(topology_if) if context and topology_if else None,
+                         gpus=gpus, dcgm=gpus, stream=stream, round_deadline_s=max(1.0, deadline_s),
+                         idle_s=max(1.0, idle_s) if stream and idle_s is not None else None,
+                         active={"budget_s": active_budget_s, "deadline_s": deadline_s}
+                         if active_budget_s is not None else None)
     script = bundle(config, with_nvml=source is not Source.NVIDIA_SMI, with_code=with_code)
     # One-shot: `timeout` ends the whole remote process group at the deadline. Streaming: the collector
     # lives as long as the connection and bounds each round itself; only the shell fallback gets `timeout`.

@@ -47,12 +47,12 @@ def seconds(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def mapping(value: object) -> Mapping[str, Any]:
+def mapping(value: object) -> Mapping[str, object]:
     """``value`` when it is a JSON object, else an empty one."""
     return value if isinstance(value, dict) else {}
 
 
-def items(value: object) -> list[Any]:
+def items(value: object) -> list[object]:
     """``value`` when it is a JSON array, else an empty one."""
     return list(value) if isinstance(value, list) else []
 

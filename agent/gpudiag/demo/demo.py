@@ -1,4 +1,4 @@
-"""``gpudiag sweep --demo``: a small simulated cluster served by an in-process SSH server on loopback.
+"""The demo cluster (``--demo``): a small simulated cluster served by an in-process SSH server on loopback.
 
 Every demo host is a real SSH endpoint (asyncssh server on 127.0.0.1, one port per host, throwaway host
 and client keys, a known_hosts that trusts exactly those keys), and each runs the real collector in a
@@ -14,9 +14,9 @@ collector runs on this machine, so what it reads from the operating system itsel
 the CPU's hypervisor flag, /sys/class/dmi) is this machine's: the demo's server replaces those facts in each
 document the node prints with the node's own, so no simulated node shows the laptop it runs on.
 
-The demo honours the sweep's options that apply to it: targets, ``--limit``, ``--exclude`` and ``--shard``
-pick among its hosts (:func:`select_demo_nodes`), the thresholds, samples, interval, timeouts and logs apply
-as to any sweep; ``gpudiag watch --demo`` keeps connections to it (:func:`watch_demo`).
+The cluster is a host source's (:mod:`gpudiag.sources.demo`): a run starts it once
+(:class:`BackgroundCluster`) and its hosts go through the selection, the transport, the sweep, watch and the
+exporter as any hosts do; nothing else knows the demo.
 """
 
 from __future__ import annotations
@@ -30,23 +30,17 @@ import socket
 import stat
 import sys
 import tempfile
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import asyncssh
 
 from gpudiag.demo.demo_logs import write_demo_logs
 from gpudiag.demo.proc_table import scenario_processes, write_proc_table
-from gpudiag.model import Host, SweepReport
+from gpudiag.model import Host
 from gpudiag.transport.spawn import SETTLE_S, kill_group, settle, start_process
-
-if TYPE_CHECKING:
-    from gpudiag.logs.plan import Planner
-    from gpudiag.sweep.runner import SweepObserver, SweepOptions
-    from gpudiag.sweep.watch import Changes
-    from gpudiag.transport.ssh import SshTransport
 
 HERE = Path(__file__).resolve().parent
 
@@ -85,43 +79,6 @@ DEMO_NODES: tuple[DemoNode, ...] = (
              groups=("h200",)),
     DemoNode(name="train-h200-05", scenario=None, description="unreachable", groups=("h200",)),
 )
-
-
-class DemoSelectionError(ValueError):
-    """Targets or --limit that name no demo host; one line that lists the demo's hosts."""
-
-
-def select_demo_nodes(targets: Sequence[str] = (), limit: Sequence[str] = (), exclude: Sequence[str] = (),
-                      shard: tuple[int, int] | None = None,
-                      nodes: Sequence[DemoNode] = DEMO_NODES) -> tuple[DemoNode, ...]:
-    """The demo nodes that targets (names or patterns of demo hosts), ``--limit``, ``--exclude`` and ``--shard``
-    pick, in the demo's order, as they pick among an inventory's hosts."""
-    from gpudiag.sources.hostlist import fold
-    from gpudiag.sources.inventory import InventoryError, select
-    from gpudiag.sources.targets import expand_target
-    from gpudiag.sweep.shard import select_shard
-
-    known = {node.name: node for node in nodes}
-    hosts = [Host(name=node.name) for node in nodes]
-    listing = fold(known)
-    if targets:
-        wanted: set[str] = set()
-        for word in targets:
-            names = expand_target(word)
-            unknown = [n for n in names if n not in known]
-            if unknown:
-                raise DemoSelectionError(f"{word}: not a demo host (the demo's hosts: {listing})")
-            wanted.update(names)
-        hosts = [h for h in hosts if h.name in wanted]
-    try:
-        chosen = select(hosts, limit, exclude)
-    except InventoryError as exc:
-        raise DemoSelectionError(f"{exc} (the demo's hosts: {listing})") from None
-    if not chosen:
-        raise DemoSelectionError(f"--exclude leaves no demo host (the demo's hosts: {listing})")
-    if shard is not None:
-        chosen = select_shard(chosen, *shard)
-    return tuple(known[h.name] for h in chosen)
 
 
 def as_node(line: bytes, node: DemoNode) -> bytes:
@@ -196,7 +153,7 @@ async def _feed(process: asyncssh.SSHServerProcess[bytes], stdin: asyncio.Stream
             stdin.close()
 
 
-def _exec_handler(node: DemoNode, bin_dir: Path, port: int, running: set[asyncio.Task[Any]],
+def _exec_handler(node: DemoNode, bin_dir: Path, port: int, running: set[asyncio.Task[object]],
                   proc_root: Path | None = None) -> Callable[[asyncssh.SSHServerProcess[bytes]], Awaitable[None]]:
     """The node's commands; each one's task is in ``running`` while it runs (the cluster ends them on exit)."""
     async def handle(process: asyncssh.SSHServerProcess[bytes]) -> None:
@@ -266,7 +223,7 @@ async def demo_cluster(nodes: Sequence[DemoNode] = DEMO_NODES) -> AsyncIterator[
         client_key.write_private_key(str(client_key_path))
         authorized = asyncssh.import_authorized_keys(client_key.export_public_key().decode())
         servers: list[asyncssh.SSHAcceptor] = []
-        running: set[asyncio.Task[Any]] = set()
+        running: set[asyncio.Task[object]] = set()
         hosts: list[Host] = []
         known_lines: list[str] = []
         known_hosts = root / "known_hosts"
@@ -307,57 +264,41 @@ async def demo_cluster(nodes: Sequence[DemoNode] = DEMO_NODES) -> AsyncIterator[
             await settle()
 
 
-def _transport(cluster: DemoCluster, connect_timeout_s: float, *, keep_connections: bool = False) -> SshTransport:
-    from gpudiag.transport.ssh import SshOptions, SshTransport
+class BackgroundCluster:
+    """The demo cluster served from a thread of its own, on an event loop of its own, until :meth:`stop`: its
+    hosts are then ordinary hosts to whatever sweeps them, in this process (on any ``--event-loop``) or in the
+    ``--workers`` processes (:mod:`gpudiag.sources.demo` starts it for a run)."""
 
-    return SshTransport(SshOptions(connect_timeout_s=connect_timeout_s, known_hosts=(cluster.known_hosts,),
-                                   ssh_config=[], keep_connections=keep_connections))
+    def __init__(self, nodes: Sequence[DemoNode] = DEMO_NODES) -> None:
+        self.nodes = tuple(nodes)
+        self.hosts: tuple[Host, ...] = ()
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=asyncio.run, args=(self._serve(),), name="gpudiag-demo", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            self._thread.join()
+            raise self._error
 
+    async def _serve(self) -> None:
+        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        try:
+            async with demo_cluster(self.nodes) as cluster:
+                self.hosts = cluster.hosts
+                self._ready.set()
+                await self._stop.wait()
+        except Exception as exc:  # it could not start (no free port, no temporary folder): the run says why
+            self._error = exc
+        finally:
+            self._ready.set()
 
-async def sweep_demo(options: SweepOptions, *, planner: Planner | None = None, connect_timeout_s: float = 3.0,
-                     nodes: Sequence[DemoNode] = DEMO_NODES, stop: asyncio.Event | None = None,
-                     observer: SweepObserver | None = None, fleet: bool = True) -> SweepReport:
-    """Start the demo cluster (``nodes`` of it) and sweep it with ``options`` through the real SSH transport.
-
-    ``planner``: the log planner for ``options.logs`` that the caller built, and so checked (``--pack``,
-    ``--signature``), before the cluster started; each demo host's plan is built from it once. Built here
-    when not given. ``stop``, ``observer``: as for :func:`gpudiag.sweep.runner.sweep` (SIGINT: report what finished;
-    live progress)."""
-    from gpudiag.logs.plan import Planner
-    from gpudiag.sweep.runner import sweep
-
-    planner = planner or Planner(options.logs)
-    async with demo_cluster(nodes) as cluster:
-        plans = {host.name: planner.plan(host) for host in cluster.hosts}
-        return await sweep(cluster.hosts, _transport(cluster, connect_timeout_s), options, plans=plans, stop=stop,
-                           observer=observer, fleet=fleet)
-
-
-async def watch_demo(options: SweepOptions, *, every_s: float, count: int,
-                     on_refresh: Callable[[int, SweepReport, Changes], None], planner: Planner | None = None,
-                     connect_timeout_s: float = 3.0, nodes: Sequence[DemoNode] = DEMO_NODES) -> SweepReport | None:
-    """``gpudiag watch --demo``: the demo cluster, watched as any hosts are (kept connections and collectors)."""
-    from gpudiag.logs.plan import Planner
-    from gpudiag.sweep.watch import watch
-
-    planner = planner or Planner(options.logs)
-    async with demo_cluster(nodes) as cluster:
-        plans = {host.name: planner.plan(host) for host in cluster.hosts}
-        return await watch(cluster.hosts, _transport(cluster, connect_timeout_s, keep_connections=True), options,
-                           every_s=every_s, count=count, on_refresh=on_refresh, plans=plans)
-
-
-async def export_demo(options: SweepOptions, *, listen: str, every_s: float, count: int = 0,
-                      planner: Planner | None = None, connect_timeout_s: float = 3.0,
-                      nodes: Sequence[DemoNode] = DEMO_NODES,
-                      announce: Callable[[str], None] | None = None) -> SweepReport | None:
-    """``gpudiag exporter --demo``: the demo cluster's /metrics, served as any hosts' are (kept connections)."""
-    from gpudiag.audit.exporter import run_exporter
-    from gpudiag.logs.plan import Planner
-
-    planner = planner or Planner(options.logs)
-    async with demo_cluster(nodes) as cluster:
-        plans = {host.name: planner.plan(host) for host in cluster.hosts}
-        return await run_exporter(cluster.hosts, _transport(cluster, connect_timeout_s, keep_connections=True),
-                                  options, listen=listen, every_s=every_s, count=count, plans=plans,
-                                  announce=announce)
+    def stop(self) -> None:
+        """Stop the servers, end the commands still running on them, remove the throwaway files."""
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # its loop ended already
+                loop.call_soon_threadsafe(stop.set)
+        self._thread.join()

@@ -22,7 +22,7 @@ from typing import Any
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 
 
-def scenario_processes(name: str, folder: Path = SCENARIOS) -> list[dict[str, Any]]:
+def scenario_processes(name: str, folder: Path = SCENARIOS) -> list[dict[str, object]]:
     """The ``processes`` of scenario ``name`` (following ``extends``), or []."""
     path = folder / f"{name}.json"
     if not path.is_file():

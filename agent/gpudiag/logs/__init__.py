@@ -16,7 +16,8 @@ scans; the node compiles the regexes itself (``collectors/gpudiag_node/logscan.p
 """
 
 from gpudiag.logs.packs import Echo, Expectation, Pack, PackError, Registry, Signature, builtin_packs, load_pack
-from gpudiag.logs.plan import KERNEL, LogConfigError, LogOptions, LogPlan, LogSource, build_plans
+from gpudiag.logs.plan import KERNEL, LogConfigError, LogPlan, LogSource, build_plans
+from gpudiag.model.request import LogOptions
 
 __all__ = ["KERNEL", "Echo", "Expectation", "LogConfigError", "LogOptions", "LogPlan", "LogSource", "Pack",
            "PackError", "Registry", "Signature", "build_plans", "builtin_packs", "load_pack"]

@@ -159,7 +159,7 @@ class _Checker:
             raise self.fail(where, f"unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
         return value
 
-    def text(self, body: Mapping[str, Any], key: str, where: str, *, required: bool = False) -> str:
+    def text(self, body: Mapping[str, object], key: str, where: str, *, required: bool = False) -> str:
         value = body.get(key)
         if value is None:
             if required:
@@ -169,19 +169,20 @@ class _Checker:
             raise self.fail(where, f"{key}: expected a string, got {type(value).__name__}")
         return " ".join(value.split())
 
-    def name(self, body: Mapping[str, Any], where: str) -> str:
+    def name(self, body: Mapping[str, object], where: str) -> str:
         name = self.text(body, "name", where, required=True)
         if not NAME.fullmatch(name):
             raise self.fail(where, f"name {name!r}: use lowercase letters, digits and '_'")
         return name
 
-    def choice(self, body: Mapping[str, Any], key: str, choices: tuple[str, ...], default: str, where: str) -> str:
+    def choice(self, body: Mapping[str, object], key: str, choices: tuple[str, ...], default: str, where: str) -> str:
         value = body.get(key, default)
         if value not in choices:
             raise self.fail(where, f"{key}: {value!r} is not one of {', '.join(choices)}")
         return str(value)
 
-    def regex(self, body: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> re.Pattern[str] | None:
+    def regex(self, body: Mapping[str, object], key: str, where: str, *,
+              required: bool = True) -> re.Pattern[str] | None:
         value = body.get(key)
         if value is None and not required:
             return None
@@ -197,7 +198,7 @@ class _Checker:
             raise self.fail(where, f"{key} '{shown}' is refused: {why}")
         return compiled
 
-    def names(self, body: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+    def names(self, body: Mapping[str, object], key: str, where: str) -> tuple[str, ...]:
         value = body.get(key) or []
         if isinstance(value, str):
             value = [value]

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 from gpudiag.logs.packs import Echo, Expectation, Pack, PackError, Registry, Signature, load_pack
 from gpudiag.model import Host
+from gpudiag.model.request import LogOptions
 
 KERNEL = "@kernel"
-DEFAULT_TAIL_MIB = 8.0
 MAX_TAIL_MIB = 1024.0
 DEFAULT_KERNEL_SINCE_HOURS = 24.0
 MAX_FILES = 4  # the log and three rotations
@@ -35,17 +35,6 @@ _ENTRY_KEYS = ("packs", "path", "since_hours", "tail_mib")
 class LogConfigError(ValueError):
     """A log entry or pack cannot be used; the message is one line naming the host and the entry."""
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LogOptions:
-    """What the command line adds to every host's logs."""
-
-    paths: tuple[str, ...] = ()  # --log
-    pack_files: tuple[str, ...] = ()  # --pack
-    tail_mib: float = DEFAULT_TAIL_MIB  # for entries that do not say
-    only_signature: str | None = None  # gpudiag grep: search this one signature in every log
-    keep: int = 3  # recent matching lines kept per signature
-    discover: bool = True  # scan the logs of the inference servers found on the GPUs (their stdout/stderr)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -248,7 +237,9 @@ class Planner:
         return tuple((e.server, e.regex) for e in self.registry.echoes.values() if e.format == "argv" and e.server)
 
 
-def build_plans(hosts: Iterable[Host], options: LogOptions | None = None) -> dict[str, LogPlan]:
-    """Each host's plan, by host name; raises :class:`LogConfigError` (one line) before any connection."""
-    planner = Planner(options or LogOptions())
+def build_plans(hosts: Iterable[Host], options: LogOptions | None = None, *,
+                planner: Planner | None = None) -> dict[str, LogPlan]:
+    """Each host's plan, by host name (``planner``: the one built for ``options`` already); raises
+    :class:`LogConfigError` (one line) before any connection."""
+    planner = planner or Planner(options or LogOptions())
     return {host.name: planner.plan(host) for host in hosts}

@@ -25,6 +25,13 @@ from gpudiag.model.gpu import (
 from gpudiag.model.hosts import (
     Host,
 )
+from gpudiag.model.jobs import (
+    GPU_STATES,
+    GroupNote,
+    JobAllocation,
+    JobGpu,
+    JobView,
+)
 from gpudiag.model.logs import (
     FactValue,
     LogLine,
@@ -45,7 +52,6 @@ from gpudiag.model.node import (
 )
 from gpudiag.model.report import (
     EXIT_CANNOT_RUN,
-    PROBE_SCHEMA,
     STOP_EXIT_CODES,
     SWEEP_SCHEMA,
     SWEEP_SCHEMAS_READ,
@@ -56,7 +62,9 @@ from gpudiag.model.report import (
     host_status_label,
 )
 from gpudiag.model.settings import (
+    FLEET_FACTS,
     CheckSettings,
+    VersionExpectation,
 )
 from gpudiag.model.status import (
     HostStatus,
@@ -70,17 +78,23 @@ __all__ = [
     "Action",
     "CLOCK_EVENT_REASONS",
     "CheckSettings",
+    "FLEET_FACTS",
     "FactValue",
     "Finding",
+    "GPU_STATES",
     "GpuLink",
     "GpuProcess",
     "GpuReading",
     "GpuSample",
     "NvLink",
+    "GroupNote",
     "Host",
     "HostReport",
     "HostStatus",
     "HungCall",
+    "JobAllocation",
+    "JobGpu",
+    "JobView",
     "LogLine",
     "LogMatch",
     "LogScan",
@@ -88,7 +102,6 @@ __all__ = [
     "NodeContext",
     "NodeReadings",
     "PCIE_LINKS",
-    "PROBE_SCHEMA",
     "EXIT_CANNOT_RUN",
     "Power",
     "PowerSource",
@@ -102,6 +115,7 @@ __all__ = [
     "SweepReport",
     "UnreachableReason",
     "VM_DMI_NAMES",
+    "VersionExpectation",
     "decode_reasons",
     "highest",
     "host_status_label",

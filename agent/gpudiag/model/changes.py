@@ -18,7 +18,7 @@ from gpudiag.model import Action, Finding, HostReport, Severity, SweepReport
 NO_GPU = "-"  # the GPU part of the key of a host-wide finding
 # Evidence that tells apart several findings of one code on one GPU or host: a log's signatures and
 # expectations. An Xid is known by its code (and its PCI address where no GPU of the node has it).
-# A held-idle GPU's holder (its job, container or pid): another job holding the GPU is another streak.
+# A held-idle GPU's holder (its job, container or pid; an allocated-idle GPU's job): another job is another streak.
 _SUBJECT_KEYS = ("signature", "expectation", "holder")
 _MASKED_UUID_CHARS = frozenset("0-")
 

@@ -3,8 +3,8 @@
 
 A module of its own, standard library only: the CLI declares its options with these on start, which must
 stay fast (``gpudiag --help``), and the layer that acts on a choice (``remote.collector_call`` for
-:class:`Source`) imports it without pulling in the CLI. ``--format`` is :class:`gpudiag.report.OutputFormat`,
-beside the formatters it picks.
+:class:`Source`) imports it without pulling in the CLI. ``--format`` is :class:`OutputFormat` (re-exported by
+:mod:`gpudiag.report`, whose table maps it to the formatters).
 """
 
 from __future__ import annotations
@@ -58,3 +58,11 @@ class TextFormat(str, enum.Enum):
 
 
 HistoryFormat = TextFormat  # how ``gpudiag history`` prints the recorded runs
+
+
+class OutputFormat(str, enum.Enum):
+    """The ``--format`` choices."""
+
+    TABLE = "table"
+    JSON = "json"
+    HTML = "html"  # one self-contained page (gpudiag.report.html); written with --output FILE

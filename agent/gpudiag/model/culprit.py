@@ -9,7 +9,7 @@ Standard library only; see :mod:`gpudiag.model`."""
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from gpudiag.model.node import GpuProcess
@@ -46,6 +46,31 @@ class ProcessChoice:
 
 
 MAX_LISTED = 4  # candidates named in an ambiguous label
+
+# How a finding's evidence says which process it names: written by :func:`said` (the checks), read back by
+# :func:`named_in` (the reports, and a report read back from JSON), so the keys are spelled here only.
+PID, CHOSEN_BY, CHOSEN_WHY = "pid", "process_chosen_by", "process_chosen_why"
+
+
+def said(choice: ProcessChoice) -> dict[str, object]:
+    """How ``choice`` was made, as evidence: ``process_chosen_by``, ``process_chosen_why`` (the checks add the
+    chosen process's own evidence, its ``pid`` first)."""
+    return {CHOSEN_BY: choice.chosen_by.value, CHOSEN_WHY: choice.why}
+
+
+def named_in(evidence: Mapping[str, object], procs: Iterable[GpuProcess]) -> ProcessChoice | None:
+    """The process a finding's evidence names (its pid, how and why it was chosen), found among ``procs``;
+    None when the evidence names none (an ambiguous choice, a finding about no process) or it is not there."""
+    chosen_by, pid = evidence.get(CHOSEN_BY), evidence.get(PID)
+    if not isinstance(chosen_by, str) or not isinstance(pid, int) or chosen_by not in _CHOSEN_BY:
+        return None
+    named = next((p for p in procs if p.pid == pid), None)
+    if named is None:
+        return None
+    return ProcessChoice(chosen_by=ChosenBy(chosen_by), process=named, why=str(evidence.get(CHOSEN_WHY) or ""))
+
+
+_CHOSEN_BY = frozenset(c.value for c in ChosenBy)
 
 
 def _gib(mib: float | None) -> str:

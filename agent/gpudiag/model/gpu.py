@@ -96,16 +96,18 @@ class PowerSource(str, enum.Enum):
 
     @property
     def short(self) -> str:
-        """A few words: "energy-counter average", "power.draw median"."""
+        """How the table names it: "energy-counter average", "power.draw median"."""
         return {PowerSource.ENERGY_COUNTER: "energy-counter average", PowerSource.POWER_DRAW: "power.draw median",
                 PowerSource.POWER_DRAW_INSTANT: "power.draw.instant median"}[self]
 
-    def describe(self, samples: int) -> str:
-        """The source in words: "average over the window from NVML's total-energy counter"."""
-        if self is PowerSource.ENERGY_COUNTER:
-            return "average over the window from NVML's total-energy counter"
-        field = "power.draw" if self is PowerSource.POWER_DRAW else "power.draw.instant"
-        return f"median of {samples} {field} sample{'s' if samples != 1 else ''}"
+
+# Each source and the reading of GpuReading it reads, best first: the one place the power figure is chosen from
+# (GpuReading.power), and the JSON's raw readings (the power object's "readings", by source).
+POWER_READINGS: tuple[tuple[PowerSource, str], ...] = (
+    (PowerSource.ENERGY_COUNTER, "energy_power_w"),
+    (PowerSource.POWER_DRAW, "power_w"),
+    (PowerSource.POWER_DRAW_INSTANT, "power_instant_w"),
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -221,11 +223,10 @@ class GpuReading:
     def power(self) -> Power | None:
         """The GPU's power figure: the energy counter's average over the window where NVML gave it (exact),
         else the median of the power.draw samples, else of power.draw.instant; None when none was read."""
-        for watts, source in ((self.energy_power_w, PowerSource.ENERGY_COUNTER),
-                              (self.power_w, PowerSource.POWER_DRAW),
-                              (self.power_instant_w, PowerSource.POWER_DRAW_INSTANT)):
+        for source, name in POWER_READINGS:
+            watts = getattr(self, name)
             if watts is not None:
-                return Power(watts=watts, source=source, enforced_limit_w=self.enforced_power_limit_w)
+                return Power(watts=float(watts), source=source, enforced_limit_w=self.enforced_power_limit_w)
         return None
 
     @property

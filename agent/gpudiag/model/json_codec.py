@@ -25,10 +25,10 @@ from typing import Any
 
 from gpudiag.model import Severity
 
-_FIELDS: dict[type, tuple[tuple[str, Any], ...]] = {}
+_FIELDS: dict[type, tuple[tuple[str, object], ...]] = {}
 
 
-def _fields(cls: type) -> tuple[tuple[str, Any], ...]:
+def _fields(cls: type) -> tuple[tuple[str, object], ...]:
     """(name, declared type) of each field of the dataclass ``cls``, in declaration order (computed once)."""
     if cls not in _FIELDS:
         hints = typing.get_type_hints(cls)
@@ -36,7 +36,7 @@ def _fields(cls: type) -> tuple[tuple[str, Any], ...]:
     return _FIELDS[cls]
 
 
-def _is_pairs(tp: Any) -> Any:
+def _is_pairs(tp: object) -> object:
     """V when ``tp`` is ``tuple[tuple[str, V], ...]``, else None."""
     if typing.get_origin(tp) is tuple:
         args = typing.get_args(tp)
@@ -66,7 +66,7 @@ def _plan(cls: type) -> tuple[tuple[str, bool], ...]:
     return plan
 
 
-def plain(value: object, shape: Shape | None = None) -> Any:
+def plain(value: object, shape: Shape | None = None) -> object:
     """Any value as plain JSON values, without a declared type (evidence values, derived values)."""
     kind = type(value)
     if kind in _AS_IS:
@@ -94,11 +94,11 @@ def plain(value: object, shape: Shape | None = None) -> Any:
     return str(value)
 
 
-def encode(obj: Any, shape: Shape | None = None) -> dict[str, Any]:
+def encode(obj: object, shape: Shape | None = None) -> dict[str, object]:
     """A dataclass as a JSON object of its fields, then its derived values; ``shape`` says, per class,
     which fields to leave out and which derived values to add."""
     skip, derived = shape.get(type(obj), _AS_SHAPED) if shape else _AS_SHAPED
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for name, pairs in _plan(type(obj)):
         if name in skip:
             continue
@@ -115,7 +115,7 @@ def encode(obj: Any, shape: Shape | None = None) -> dict[str, Any]:
     return out
 
 
-def _tuples(value: Any) -> Any:
+def _tuples(value: object) -> object:
     """JSON lists back to tuples, recursively (the model's collection type)."""
     if isinstance(value, list):
         return tuple(_tuples(v) for v in value)
@@ -168,7 +168,7 @@ def decode_value(tp: Any, value: Any) -> Any:
 T = typing.TypeVar("T")
 
 
-def decode(cls: type[T], doc: Mapping[str, Any], **given: Any) -> T:
+def decode(cls: type[T], doc: Mapping[str, object], **given: object) -> T:
     """A dataclass from its JSON object: every field present is read back by its declared type, absent ones
     keep their defaults, unknown keys (derived values) are ignored; ``given`` fields are taken as they are."""
     if not isinstance(doc, Mapping):

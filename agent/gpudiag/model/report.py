@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from gpudiag.model.actions import Action, highest
 from gpudiag.model.gpu import GpuReading
+from gpudiag.model.jobs import GroupNote, JobView
 from gpudiag.model.node import NodeReadings
 from gpudiag.model.settings import CheckSettings
 from gpudiag.model.status import HostStatus, Severity, SmiStatus, UnreachableReason, worst
@@ -17,9 +18,8 @@ from gpudiag.model.status import HostStatus, Severity, SmiStatus, UnreachableRea
 # the check settings the run used travel with it ("settings"); docs/json.md lists every rename.
 # 2: one power figure (GpuReading.power()) behind power_pct_of_limit; power_limit_w became
 # enforced_power_limit_w; raw samples only on request; failed readings listed. /1 and /2 documents are still read.
-SWEEP_SCHEMA = "gpudiag.sweep/3"
-SWEEP_SCHEMAS_READ = ("gpudiag.sweep/1", "gpudiag.sweep/2", SWEEP_SCHEMA)
-PROBE_SCHEMA = "gpudiag.probe/2"
+SWEEP_SCHEMA = "gpudiag.sweep/4"
+SWEEP_SCHEMAS_READ = ("gpudiag.sweep/1", "gpudiag.sweep/2", "gpudiag.sweep/3", SWEEP_SCHEMA)
 
 
 def host_status_label(host: HostReport) -> str:
@@ -103,6 +103,10 @@ class SweepReport:
     # The checks across hosts (DRIVER_DRIFT) were judged: False when the run swept only part of the hosts
     # (--limit, --exclude, --shard), whose groups it saw in part; the history then carries their last verdict
     fleet_judged: bool = True
+    # The jobs across hosts (the job view: gpudiag.checks.jobs), and what whole groups say once (versions with
+    # no clear majority, mixed GPU models): judged with the fleet checks, empty when those were not
+    jobs: tuple[JobView, ...] = ()
+    notes: tuple[GroupNote, ...] = ()
 
     @property
     def findings(self) -> tuple[Finding, ...]:

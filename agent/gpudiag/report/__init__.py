@@ -9,21 +9,14 @@ implements the same protocol (:mod:`gpudiag.report.prometheus`).
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 
 from gpudiag.model import SweepReport
+from gpudiag.model.choices import OutputFormat
 from gpudiag.report.view import Format, ReportView, Trends
 
 __all__ = ["FORMATS", "Format", "OutputFormat", "ReportView", "Trends", "render"]
 
-
-class OutputFormat(str, enum.Enum):
-    """The ``--format`` choices."""
-
-    TABLE = "table"
-    JSON = "json"
-    HTML = "html"  # one self-contained page (gpudiag.report.html); written with --output FILE
 
 
 # Each format's module is imported on use: the CLI starts without them, and rich is imported only when a

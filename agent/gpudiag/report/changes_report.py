@@ -17,7 +17,7 @@ The change set's JSON (``gpudiag.audit.changes/1``)::
      "host_actions": {<each host named above>: <its action now: the highest of its findings'>},
      "hosts": [{"host", "status", "previous_status", "came_back"}]}
 
-In the sweep document (``gpudiag.sweep/3``; these are added fields, no field changes meaning), each finding
+In the sweep document (``gpudiag.sweep/4``; these are added fields, no field changes meaning), each finding
 gains ``fingerprint`` and ``change`` (``state``, ``since``, ``runs``, ``flapping``), and the document gains
 ``changes``: the block above with every finding that changed (new, resolved, started to flap) and every
 carried one, but not those merely still open; plus ``history``: ``{"run": <id>}``. ``--only-changes --format
@@ -53,7 +53,7 @@ def change_kind(change: FindingChange) -> str:
     return change.state.value
 
 
-def change_document(change: FindingChange, *, renotify: bool = False) -> dict[str, Any]:
+def change_document(change: FindingChange, *, renotify: bool = False) -> dict[str, object]:
     f = change.finding
     return {"state": change.state.value, "fingerprint": f.fingerprint, "code": f.code,
             "severity": f.severity.label, "host": f.host, "gpu": f.gpu, "gpu_key": f.gpu_key, "summary": f.summary,
@@ -61,13 +61,13 @@ def change_document(change: FindingChange, *, renotify: bool = False) -> dict[st
             "became_flapping": change.became_flapping, "renotify": renotify, "action": f.action.label}
 
 
-def _host_document(host: HostChange) -> dict[str, Any]:
+def _host_document(host: HostChange) -> dict[str, object]:
     return {"host": host.host, "status": host.status, "previous_status": host.previous_status,
             "came_back": host.came_back}
 
 
 def changes_document(changes: ChangeSet, findings: tuple[FindingChange, ...] | None = None,
-                     renotified: Collection[str] = ()) -> dict[str, Any]:
+                     renotified: Collection[str] = ()) -> dict[str, object]:
     """The change set as ``gpudiag.audit.changes/1`` JSON values; ``findings``: only these (default: all).
     ``changes`` is every change in one list: each chosen finding (``change``: new, resolved, flapping,
     carried, ongoing when sent again) and each host that went away or came back (``host_gone``,
@@ -96,8 +96,8 @@ def listed_changes(changes: ChangeSet) -> tuple[FindingChange, ...]:
 
 
 def annotate(document: Mapping[str, Any], report: SweepReport, changes: ChangeSet,
-             run_id: int | None = None) -> dict[str, Any]:
-    """A ``gpudiag.sweep/3`` document (:func:`gpudiag.report.json_report.to_document`) with each finding's
+             run_id: int | None = None) -> dict[str, object]:
+    """A ``gpudiag.sweep/4`` document (:func:`gpudiag.report.json_report.to_document`) with each finding's
     fingerprint and change, and the ``changes`` and ``history`` blocks."""
     by_fp = changes.by_fingerprint()
     keys = gpu_keys(report)

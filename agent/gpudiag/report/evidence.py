@@ -7,7 +7,7 @@ Shown under a host's findings (not for hosts without findings: context explains 
 from __future__ import annotations
 
 from gpudiag.model import Finding, GpuProcess, HostReport, NodeContext, NodeReadings, link_names
-from gpudiag.model.culprit import ChosenBy, ProcessChoice, choose_working
+from gpudiag.model.culprit import ProcessChoice, choose_working, named_in
 
 FACTS_SHOWN = 12  # at most this many facts per server line
 _MEASURES = ("sglang_decode_batch",)  # info signatures whose last values are worth a line
@@ -84,16 +84,8 @@ def shown_process(readings: NodeReadings, gpu: int, findings: tuple[Finding, ...
     evidence, with how it was chosen: the pegging process of HOST_BOUND, the holder of GPU_HELD_IDLE), else
     the one whose kernels occupy it (:func:`choose_working`: the SM share, the only one, or ambiguous)."""
     procs = readings.processes_on(gpu)
-    for f in findings:
-        chosen_by = f.evidence.get("process_chosen_by")
-        pid = f.evidence.get("pid")
-        if f.gpu != gpu or not isinstance(chosen_by, str) or not isinstance(pid, int):
-            continue
-        named = next((p for p in procs if p.pid == pid), None)
-        if named is not None and chosen_by in {c.value for c in ChosenBy}:
-            return ProcessChoice(chosen_by=ChosenBy(chosen_by), process=named,
-                                 why=str(f.evidence.get("process_chosen_why") or ""))
-    return choose_working(procs)
+    named = (named_in(f.evidence, procs) for f in findings if f.gpu == gpu)
+    return next((choice for choice in named if choice is not None), None) or choose_working(procs)
 
 
 def process_lines(readings: NodeReadings, findings: tuple[Finding, ...] = ()) -> tuple[tuple[str, str], ...]:

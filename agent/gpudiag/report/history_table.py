@@ -23,16 +23,16 @@ GPU_COLUMNS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def reading_of(readings: Mapping[str, Any], path: str) -> Any:
+def reading_of(readings: Mapping[str, object], path: str) -> object:
     """The value at ``path`` in a stored readings object: a field name, or ``power.pct_of_limit`` (the power
     object's share); None when absent."""
-    value: Any = readings
+    value: object = readings
     for part in path.split("."):
         value = value.get(part) if isinstance(value, Mapping) else None
     return value
 
 
-def _cell(value: Any, fmt: str) -> str:
+def _cell(value: object, fmt: str) -> str:
     return "-" if value is None else fmt.format(value)
 
 

@@ -35,6 +35,7 @@ from gpudiag.report.html_chart import (
     unflagged_in_region,
     utilization_point,
 )
+from gpudiag.report.html_jobs import jobs_html
 from gpudiag.report.view import ReportView, Trends
 
 _DEFAULTS = CheckSettings()
@@ -279,7 +280,7 @@ def render_html(report: SweepReport, changes: ChangeSet | None = None, trends: T
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
             "img-src data:\"><title>gpudiag sweep " + escape(report.started_at) + "</title><style>" + _CSS
             + "</style></head><body><h1>gpudiag sweep</h1>" + _summary(report)
-            + "<h2>Findings</h2>" + _findings(report) + _not_read(report) + html_section(report)
+            + "<h2>Findings</h2>" + _findings(report) + jobs_html(report) + _not_read(report) + html_section(report)
             + f"<h2>{'Utilization and SM activity' if activity else 'Utilization'} against power</h2>"
             + f'<div class="charts">{charts}</div>' + _legend(report) + note
             + _region(report, moved) + activity_note

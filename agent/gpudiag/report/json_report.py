@@ -1,11 +1,12 @@
-"""The sweep as a JSON document (schema ``gpudiag.sweep/3``, docs/json.md), and back.
+"""The sweep as a JSON document (schema ``gpudiag.sweep/4``, docs/json.md), and back.
 
 ``to_document`` turns a :class:`~gpudiag.model.SweepReport` into plain JSON values; ``render_json`` writes
-it as text; ``from_document`` rebuilds the report (from ``gpudiag.sweep/2`` and ``/1`` documents too), so
-several sweeps' JSON outputs can be merged later. Every field of the model is written by walking the
+it as text; ``from_document`` rebuilds the report (from ``gpudiag.sweep/3``, ``/2`` and ``/1`` documents
+too), so several sweeps' JSON outputs can be merged later. Every field of the model is written by walking the
 dataclasses (:mod:`gpudiag.model.json_codec`): a new reading needs no edit here. At the top: ``schema``,
 ``started_at``, ``duration_s``, ``stopped_by`` (only when a signal stopped the sweep), ``settings`` (the
-check thresholds the run used), ``hosts`` and ``summary``. Per host: ``host``, ``address``, ``status``,
+check thresholds the run used), ``hosts``, ``jobs`` (the job view: one object per job across its hosts),
+``notes`` (what a whole group said once) and ``summary``. Per host: ``host``, ``address``, ``status``,
 ``error``, ``duration_s``, ``node`` (the node's readings, logs and context), ``gpus`` and ``findings``.
 
 Derived values, written for the reader and ignored when read back:
@@ -35,12 +36,15 @@ from gpudiag.model import (
     CheckSettings,
     GpuLink,
     GpuReading,
+    GroupNote,
     HostReport,
+    JobView,
     NodeContext,
     NodeReadings,
     SweepReport,
     reasons_mask,
 )
+from gpudiag.model.gpu import POWER_READINGS
 from gpudiag.model.json_codec import Shape, decode, encode, plain
 from gpudiag.report.active_report import gpu_document
 from gpudiag.report.changes_report import annotate
@@ -49,7 +53,7 @@ from gpudiag.report.escape import json_safe
 from gpudiag.report.view import ReportView
 
 
-def summarize(report: SweepReport) -> dict[str, Any]:
+def summarize(report: SweepReport) -> dict[str, object]:
     """The document's ``summary`` block."""
     return {
         "hosts": len(report.hosts),
@@ -66,22 +70,34 @@ def summarize(report: SweepReport) -> dict[str, Any]:
 # -------------------------------------------------------------------------------------------- writing
 
 
-def power_document(gpu: GpuReading) -> dict[str, Any] | None:
-    """The GPU's ``power`` object (:meth:`GpuReading.power`): ``watts``, ``source``, ``pct_of_limit``; None
-    when no power was read. The sweep document and the history's stored readings both write this one."""
+def power_document(gpu: GpuReading) -> dict[str, object] | None:
+    """The GPU's ``power`` object, its one power figure (:meth:`GpuReading.power`): ``watts``, ``source`` (a
+    :class:`~gpudiag.model.PowerSource`), ``pct_of_limit``, and the raw ``readings`` it was chosen from, by
+    source; None when no power was read. The sweep document and the history's stored readings both write this
+    one (schema ``gpudiag.sweep/4``: before, the raw readings were the GPU's own ``power_w``,
+    ``power_instant_w`` and ``energy_power_w``)."""
     power = gpu.power()
     if power is None:
         return None
-    return {"watts": plain(power.watts), "source": plain(power.source), "pct_of_limit": plain(power.pct_of_limit)}
+    return {"watts": plain(power.watts), "source": plain(power.source), "pct_of_limit": plain(power.pct_of_limit),
+            "readings": {source.value: plain(getattr(gpu, name)) for source, name in POWER_READINGS}}
 
 
-def _gpu_derived(gpu: GpuReading) -> dict[str, Any]:
-    return {"power": power_document(gpu), "clock_event_reasons": gpu.clock_event_reasons}
+# The raw power readings are not the GPU's own keys: they are in its power object (power_document).
+GPU_LEFT_OUT = frozenset(name for _, name in POWER_READINGS)
+
+
+def gpu_shape(samples_detail: bool = False) -> Shape:
+    """How a GPU is written: every field but the raw power readings (and the raw samples unless asked), then
+    its ``power`` object and its clock-event reasons by name."""
+    left_out = GPU_LEFT_OUT if samples_detail else GPU_LEFT_OUT | {"samples"}
+    return {GpuReading: (left_out, lambda gpu: {"power": power_document(gpu),
+                                                "clock_event_reasons": gpu.clock_event_reasons})}
 
 
 def _shape(samples_detail: bool) -> Shape:
     return {
-        GpuReading: (frozenset() if samples_detail else frozenset({"samples"}), _gpu_derived),
+        **gpu_shape(samples_detail),
         NodeReadings: (frozenset({"gpus"}), None),  # a host's GPUs are listed beside its node object
         GpuLink: (frozenset(), lambda link: {"kind": link.kind}),
         NodeContext: (frozenset(), lambda c: {"interconnect": c.interconnect, "is_vm": c.is_vm}),
@@ -89,7 +105,7 @@ def _shape(samples_detail: bool) -> Shape:
 
 
 def _host_derived(shape: Shape) -> Any:
-    def derived(host: HostReport) -> dict[str, Any]:
+    def derived(host: HostReport) -> dict[str, object]:
         # A host's action (the highest of its findings'), its readings as its "node" object, its GPUs listed
         # beside it, then its findings (each with its own action).
         return {"action": plain(host.action),
@@ -104,13 +120,13 @@ def _with_active(gpu: dict[str, Any], active: dict[str, Any] | None) -> dict[str
     return gpu if active is None else {**gpu, "active": active}
 
 
-def _host_document(host: HostReport, shape: Shape) -> dict[str, Any]:
+def _host_document(host: HostReport, shape: Shape) -> dict[str, object]:
     """Every field of the host (walked, like everything else), then its node, GPUs and findings."""
     return encode(host, {**shape, HostReport: (frozenset({"readings", "findings"}), _host_derived(shape))})
 
 
-def to_document(report: SweepReport, *, samples_detail: bool = False) -> dict[str, Any]:
-    """The report as a ``gpudiag.sweep/3`` document: plain JSON values, keys in schema order."""
+def to_document(report: SweepReport, *, samples_detail: bool = False) -> dict[str, object]:
+    """The report as a ``gpudiag.sweep/4`` document: plain JSON values, keys in schema order."""
     shape = _shape(samples_detail)
     return {
         "schema": SWEEP_SCHEMA,
@@ -121,6 +137,9 @@ def to_document(report: SweepReport, *, samples_detail: bool = False) -> dict[st
         # the thresholds the checks judged by (null: not known, e.g. merged shards that used different ones)
         "settings": None if report.settings is None else encode(report.settings),
         "hosts": [_host_document(h, shape) for h in report.hosts],
+        # the jobs across hosts (the job view) and what whole groups said once (gpudiag.checks.jobs, .fleet)
+        "jobs": [encode(j) for j in report.jobs],
+        "notes": [encode(n) for n in report.notes],
         "summary": plain(summarize(report)),
     }
 
@@ -144,7 +163,7 @@ def render(report: SweepReport, view: ReportView) -> str:
     return dumps(document)
 
 
-def dumps(document: Any) -> str:
+def dumps(document: object) -> str:
     """``document`` as JSON indented by two spaces, non-ASCII as UTF-8. orjson (a dependency where it has
     wheels: CPython) writes it - byte for byte what the standard library writes, in a twentieth of the time
     (Python's own encoder is pure Python once indent is set: 0.6-0.8 ms per 8-GPU host, bench/sweep_loopback.py
@@ -158,7 +177,7 @@ def dumps(document: Any) -> str:
     return json_safe(json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False))
 
 
-def _load_orjson() -> Any:
+def _load_orjson() -> object:
     """orjson when installed (a dependency on CPython), else None."""
     try:
         import orjson
@@ -179,6 +198,10 @@ _SCHEMA_1_GPU = {"power_limit_w": "enforced_power_limit_w"}
 
 
 def _gpu_from(doc: Mapping[str, Any], schema: str) -> GpuReading:
+    power = doc.get("power")
+    if isinstance(power, Mapping) and isinstance(power.get("readings"), Mapping):  # gpudiag.sweep/4
+        raw = power["readings"]
+        doc = {**doc, **{name: raw.get(source.value) for source, name in POWER_READINGS}}
     if schema == _SCHEMA_1:
         doc = {_SCHEMA_1_GPU.get(k, k): v for k, v in doc.items()}
         if "clock_event_reasons_mask" not in doc and doc.get("clock_event_reasons"):
@@ -203,7 +226,7 @@ def _host_from(doc: Mapping[str, Any], schema: str) -> HostReport:
 
 
 def from_document(doc: Mapping[str, Any]) -> SweepReport:
-    """Rebuild the report from a ``gpudiag.sweep/3`` (or ``/2``, ``/1``) document (derived values are ignored).
+    """Rebuild the report from a ``gpudiag.sweep/4`` (or ``/3``, ``/2``, ``/1``) document (derived values are ignored).
 
     Raises ``ValueError`` with a one-line message when the schema is not one of those or the document is
     malformed.
@@ -218,6 +241,8 @@ def from_document(doc: Mapping[str, Any]) -> SweepReport:
             hosts=tuple(_host_from(h, str(schema)) for h in doc["hosts"]),
             stopped_by=None if doc.get("stopped_by") is None else str(doc["stopped_by"]),
             settings=None if doc.get("settings") is None else decode(CheckSettings, doc["settings"]),
+            jobs=tuple(decode(JobView, j) for j in doc.get("jobs") or ()),
+            notes=tuple(decode(GroupNote, n) for n in doc.get("notes") or ()),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0]

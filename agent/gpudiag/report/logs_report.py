@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
 from gpudiag.logs.packs import Pack
 from gpudiag.model import HostReport, LogMatch, LogScan, LogStatus, SweepReport
@@ -131,7 +130,7 @@ GREP_SCHEMA = "gpudiag.grep/1"
 
 def grep_document(report: SweepReport, signature: str) -> str:
     """The matches as JSON: per host, per log, the count and the lines kept."""
-    def scan_doc(scan: LogScan) -> dict[str, Any]:
+    def scan_doc(scan: LogScan) -> dict[str, object]:
         return {"path": scan.path, "status": scan.status.value, "error": scan.error, "lines_scanned": scan.lines,
                 "matches": [{"key": dict(m.key), "count": m.count, "older": m.older,
                              "first": m.first.text if m.first else None,

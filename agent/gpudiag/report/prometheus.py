@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from gpudiag.model import Action, GpuReading, SweepReport
+from gpudiag.model import Action, GpuReading, JobView, SweepReport
 from gpudiag.model.changes import epoch_of
 from gpudiag.report.escape import safe_lines
 from gpudiag.report.view import ReportView
@@ -82,6 +82,11 @@ METRICS = {
                            "labelled with it; value: its rung on the ladder, "
                            f"{', '.join(f'{a.rank} {a.label}' for a in Action)}).",
     "gpudiag_finding": "An open finding (value: how many share these labels).",
+    "gpudiag_job_gpus": "A job's GPUs that answered the sweep, across its hosts (one series per job).",
+    "gpudiag_job_utilization_ratio": "A job's median GPU utilization over its GPUs, 0-1.",
+    "gpudiag_job_power_limit_ratio": "A job's median power share of the enforced limit over its GPUs, 0-1.",
+    "gpudiag_job_flagged": "1 when a job check flagged the job (JOB_WAITS_ON, JOB_STRAGGLER, "
+                           "GPU_ALLOCATED_IDLE, every GPU waiting), else 0.",
     "gpudiag_run_timestamp_seconds": "When the last sweep started (Unix time).",
     "gpudiag_run_duration_seconds": "How long the last sweep took.",
     "gpudiag_run_exit_code": "The last sweep's exit code: 0 all well, 1 warning, 2 critical.",
@@ -144,6 +149,7 @@ def families(report: SweepReport) -> tuple[Family, ...]:
          tuple(((("host", h.host), ("action", h.action.label)), h.action.rank) for h in report.hosts)),
         ("gpudiag_finding", finding_labels,
          tuple((tuple(zip(finding_labels, key, strict=True)), n) for key, n in sorted(open_findings.items()))),
+        *_job_rows(report),
         ("gpudiag_run_timestamp_seconds", (), (((), epoch_of(report.started_at)),)),
         ("gpudiag_run_duration_seconds", (), (((), report.duration_s),)),
         ("gpudiag_run_exit_code", (), (((), report.exit_code),)),
@@ -154,6 +160,21 @@ def families(report: SweepReport) -> tuple[Family, ...]:
     out += [Family(name=n, help=h, label_names=names, samples=tuple(s))
             for n, h, names, s in gauge_samples(report) if s]
     return tuple(out)
+
+
+def _job_rows(report: SweepReport) -> tuple[tuple[str, tuple[str, ...], tuple[tuple[Labels, float | int], ...]], ...]:
+    """The jobs' gauges: one series per job, labelled with the job and its user only (never per GPU: a label per
+    GPU multiplies the series, dcgm-exporter#585)."""
+    names = ("job", "user")
+
+    def series(read: Callable[[JobView], float | int | None]) -> tuple[tuple[Labels, float | int], ...]:
+        return tuple(((("job", j.job), ("user", j.user or "")), value)
+                     for j in report.jobs if (value := read(j)) is not None)
+
+    return (("gpudiag_job_gpus", names, series(lambda j: j.gpu_count)),
+            ("gpudiag_job_utilization_ratio", names, series(lambda j: _ratio(j.utilization_pct))),
+            ("gpudiag_job_power_limit_ratio", names, series(lambda j: _ratio(j.power_pct_of_limit))),
+            ("gpudiag_job_flagged", names, series(lambda j: int(j.code is not None))))
 
 
 def render_prometheus(report: SweepReport) -> str:

@@ -46,6 +46,7 @@ from gpudiag.report.counts import (
 from gpudiag.report.evidence import shown_process
 from gpudiag.report.findings_section import SEVERITY_TAGS, findings_section, most_serious_first
 from gpudiag.report.fold import counted_label, generic, group_hosts, host_label, index_ranges, label_parts, shown
+from gpudiag.report.jobs_section import jobs_section
 from gpudiag.report.terminal import safe, safe_text, trimmed_lines
 from gpudiag.report.text_grid import draw as draw_plain
 from gpudiag.report.view import ReportView
@@ -465,6 +466,9 @@ def render_table(report: SweepReport, *, width: int = 160, color: bool = False, 
     for renderable in findings_section(report, width=width, color=color, fold=fold):
         console.print(renderable)
     console.print()
+    if not findings_only:
+        for renderable in jobs_section(report, width=width, color=color):
+            console.print(renderable)
     summary = _summary_section(report, color)
     for renderable in summary[-1:] if findings_only else summary:
         console.print(renderable)

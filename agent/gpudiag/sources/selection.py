@@ -1,76 +1,29 @@
 """Which hosts a command sweeps: the :class:`HostSelection` the flags ask for, and the host sources that answer it.
 
-Each source is one :class:`HostSource` in the explicit tuple :data:`SOURCES`, asked in that order: the inventory
-file (gpudiag's YAML, or an Ansible inventory), the targets on the command line (names, patterns, ``@group``,
-``^file``, ``-``), this machine (``--local``), then Slurm (``--slurm-*``: its nodes replace the hosts found so far,
-a known host of the same name keeping its settings). A new source is one module plus one entry here. After the
-sources: a host given twice is swept once (the first wins), ``--limit``/``--exclude`` narrow (``--shard`` is the
-sweep's: :func:`gpudiag.cli.request.select_hosts`).
+Each source is one :class:`HostSource` in the explicit tuple :data:`SOURCES`, asked in that order: the demo
+cluster (``--demo``, :mod:`gpudiag.sources.demo`), the inventory file (gpudiag's YAML, or an Ansible inventory),
+the targets on the command line (names, patterns, ``@group``, ``^file``, ``-``), this machine (``--local``), then
+Slurm (``--slurm-*``: its nodes replace the hosts found so far, a known host of the same name keeping its
+settings). A new source is one module plus one entry here. After the sources: a host given twice is swept once
+(the first wins), ``--limit``/``--exclude`` narrow (``--shard`` is the run's:
+:func:`gpudiag.run.request.selected_hosts`). What a source starts for the run (the demo's servers) it lists in
+:attr:`SelectedHosts.started`, stopped when the run is over.
 Every error is one line (:class:`SelectionError` or the source's own ``ValueError``), before anything connects.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Sequence
 
-if TYPE_CHECKING:
-    from gpudiag.model import Host
-    from gpudiag.sources.slurm import SlurmNode, SlurmSelection
+from gpudiag.model.request import HostSelection
+from gpudiag.sources.demo import DemoCluster
+from gpudiag.sources.selected import HostSource, SelectedHosts, stop_started
 
 
 class SelectionError(ValueError):
     """The hosts cannot be selected as asked; the message is one line for the operator."""
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HostSelection:
-    """Which hosts: an inventory and/or ad hoc targets, narrowed by ``--limit``, ``--exclude``, ``--shard``."""
-
-    targets: tuple[str, ...] = ()  # host names or patterns (gpu[01-16]), ~/.ssh/config aliases, localhost
-    inventory: Path | None = None  # -i: an inventory YAML file
-    user: str | None = None  # --user, --port, --identity-file: override the targets' and the inventory's
-    port: int | None = None
-    identity_file: str | None = None
-    jump: str | None = None  # -J [user@]bastion[:port]: every host through this bastion (overrides the inventory's)
-    limit: tuple[str, ...] = ()  # only these groups or host patterns
-    exclude: tuple[str, ...] = ()  # leave out these host patterns
-    local: bool = False  # also this machine, without SSH
-    shard: tuple[int, int] | None = None  # --shard I/N as (I, N), counted from 1: split by the sweep, not here
-    slurm: SlurmSelection | None = None
-    """``--slurm-*``: Slurm's nodes replace the hosts (an inventory's or a target's host of the same name keeps
-    its settings); ``--exclude`` and ``--shard`` still apply. None: no Slurm flag given."""
-
-    @property
-    def partial(self) -> bool:
-        """Whether the run sweeps only part of the hosts the sources give (--limit, --exclude, --shard): its
-        groups are seen in part, so the checks across hosts (DRIVER_DRIFT) are not judged."""
-        return bool(self.limit or self.exclude or self.shard)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SelectedHosts:
-    """The hosts a :class:`HostSelection` names, and the check settings their inventory sets."""
-
-    hosts: tuple[Host, ...]
-    settings: Mapping[str, object] = field(default_factory=dict)  # the inventory's ``settings:``, unchecked
-    read_as: str | None = None  # what the inventory was read as, when not gpudiag's format (an Ansible one)
-    slurm_nodes: Mapping[str, SlurmNode] | None = None  # the swept Slurm nodes by name, when Slurm gave the hosts
-
-
-class HostSource(Protocol):
-    """One place hosts come from. ``wanted``: whether the selection asks this source at all; ``add``: the hosts
-    so far (a :class:`SelectedHosts`) with this source's applied: appended, or (``narrows``: Slurm) replaced
-    by its own, after the others' hosts were deduplicated and limited."""
-
-    narrows: bool
-
-    def wanted(self, selection: HostSelection) -> bool: ...
-
-    def add(self, selection: HostSelection, so_far: SelectedHosts) -> SelectedHosts: ...
 
 
 class InventoryFile:
@@ -152,8 +105,9 @@ class SlurmNodes:
                                    slurm_nodes={node.name: node for node in nodes if node.name in kept})
 
 
-# The host sources, in the order they are asked. Slurm comes last: it narrows what the others found.
-SOURCES: tuple[HostSource, ...] = (InventoryFile(), CommandLineTargets(), ThisMachine(), SlurmNodes())
+# The host sources, in the order they are asked. The demo cluster comes first (a target naming one of its hosts
+# is that host: the first of a name wins); Slurm comes last: it narrows what the others found.
+SOURCES: tuple[HostSource, ...] = (DemoCluster(), InventoryFile(), CommandLineTargets(), ThisMachine(), SlurmNodes())
 
 
 def select_hosts(selection: HostSelection, sources: Sequence[HostSource] = SOURCES) -> SelectedHosts:
@@ -166,20 +120,24 @@ def select_hosts(selection: HostSelection, sources: Sequence[HostSource] = SOURC
         raise SelectionError(f"-J {selection.jump}: expected [user@]host[:port] (an IPv6 host in brackets: "
                              "ops@[::1]:22)")
     selected = SelectedHosts(hosts=())
-    for source in sources:
-        if source.wanted(selection) and not source.narrows:
-            selected = source.add(selection, selected)
-    hosts = list(selected.hosts)
-    if selection.inventory is not None and (selection.user or selection.port or selection.identity_file):
-        # The flags override the inventory's settings, and so every host's.
-        hosts = [dataclasses.replace(h, user=selection.user or h.user, port=selection.port or h.port,
-                                     identity_file=selection.identity_file or h.identity_file) for h in hosts]
-    if selection.jump is not None:
-        hosts = [dataclasses.replace(h, jump=selection.jump) if not h.is_local else h for h in hosts]
-    unique = {h.name: h for h in reversed(hosts)}  # a host given twice is swept once (first wins)
-    selected = dataclasses.replace(selected, hosts=tuple(select([h for h in hosts if unique.get(h.name) is h],
-                                                                selection.limit, selection.exclude)))
-    for source in sources:  # the narrowing sources: they see the hosts the others gave, deduplicated
-        if source.wanted(selection) and source.narrows:
-            selected = source.add(selection, selected)
+    try:
+        for source in sources:
+            if source.wanted(selection) and not source.narrows:
+                selected = source.add(selection, selected)
+        hosts = list(selected.hosts)
+        if selection.inventory is not None and (selection.user or selection.port or selection.identity_file):
+            # The flags override the inventory's settings, and so every host's.
+            hosts = [dataclasses.replace(h, user=selection.user or h.user, port=selection.port or h.port,
+                                         identity_file=selection.identity_file or h.identity_file) for h in hosts]
+        if selection.jump is not None:
+            hosts = [dataclasses.replace(h, jump=selection.jump) if not h.is_local else h for h in hosts]
+        unique = {h.name: h for h in reversed(hosts)}  # a host given twice is swept once (first wins)
+        selected = dataclasses.replace(selected, hosts=tuple(select([h for h in hosts if unique.get(h.name) is h],
+                                                                    selection.limit, selection.exclude)))
+        for source in sources:  # the narrowing sources: they see the hosts the others gave, deduplicated
+            if source.wanted(selection) and source.narrows:
+                selected = source.add(selection, selected)
+    except BaseException:
+        stop_started(selected)  # a later step's error: what a source started stops now
+        raise
     return selected

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gpudiag.model import Host
+from gpudiag.model.request import SlurmSelection
 from gpudiag.sources.hostlist import fold
 
 GPUDIAG_REASON = "gpudiag:"  # a node drained by gpudiag carries a reason that starts so
@@ -68,19 +69,6 @@ class SubprocessRunner:
         return CommandResult(returncode=done.returncode, stdout=done.stdout, stderr=done.stderr)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SlurmSelection:
-    """Which nodes to take from Slurm; the filters combine (a node must pass each one given)."""
-
-    partitions: tuple[str, ...] = ()  # --slurm-partition gpu,debug
-    job: str | None = None  # --slurm-job 81723: the job's allocated nodes
-    nodelist: str | None = None  # --slurm-nodelist 'gpu[001-128]'
-    states: tuple[str, ...] = ()  # --slurm-state drain,down,idle (sinfo's state names)
-
-    @property
-    def empty(self) -> bool:
-        return not (self.partitions or self.job or self.nodelist or self.states)
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SlurmNode:
@@ -109,7 +97,7 @@ def split_list(values: Sequence[str]) -> tuple[str, ...]:
 
 def hostnames(nodelist: str, run: Runner) -> tuple[str, ...]:
     """Slurm's own expansion of a node list (``scontrol show hostnames``), in its order."""
-    out = _checked(run, ["scontrol", "show", "hostnames", nodelist], f"--slurm-nodelist {nodelist}")
+    out = checked(run, ["scontrol", "show", "hostnames", nodelist], f"--slurm-nodelist {nodelist}")
     return tuple(dict.fromkeys(line.strip() for line in out.splitlines() if line.strip()))
 
 
@@ -117,7 +105,7 @@ def job_nodes(job: str, run: Runner) -> tuple[str, ...]:
     """The nodes allocated to ``job`` (``squeue -h -j JOB -o %N``), expanded; an error when it has none."""
     if not job.replace("_", "").isdigit():
         raise SlurmError(f"--slurm-job {job}: expected a job id such as 81723 (or 81723_4 for an array task)")
-    nodelist = _checked(run, ["squeue", "-h", "-j", job, "-o", "%N"], f"--slurm-job {job}").strip()
+    nodelist = checked(run, ["squeue", "-h", "-j", job, "-o", "%N"], f"--slurm-job {job}").strip()
     names = [n for line in nodelist.splitlines() for n in ([line.strip()] if line.strip() else [])]
     if not names:
         raise SlurmError(f"--slurm-job {job}: the job has no nodes allocated (pending or finished)")
@@ -160,7 +148,7 @@ def select_nodes(selection: SlurmSelection, run: Runner | None = None) -> tuple[
     argv = ["sinfo", "-a", "-h", "-N", "-o", SINFO_FORMAT]
     if wanted is not None:
         argv += ["-n", fold(wanted)]
-    nodes = parse_sinfo(_checked(run, argv, "sinfo"))
+    nodes = parse_sinfo(checked(run, argv, "sinfo"))
     if wanted is not None:
         unknown = [n for n in wanted if n not in {node.name for node in nodes}]
         if unknown:
@@ -174,7 +162,7 @@ def select_nodes(selection: SlurmSelection, run: Runner | None = None) -> tuple[
         argv = ["sinfo", "-a", "-h", "-N", "-o", "%N", "-t", ",".join(selection.states)]
         if nodes:
             argv += ["-n", fold(n.name for n in nodes)]
-        in_state = set(_checked(run, argv, f"--slurm-state {','.join(selection.states)}").split())
+        in_state = set(checked(run, argv, f"--slurm-state {','.join(selection.states)}").split())
         nodes = tuple(n for n in nodes if n.name in in_state)
     return nodes
 
@@ -193,7 +181,7 @@ def hosts_for(nodes: Sequence[SlurmNode], known: Sequence[Host] = (), *, user: s
     )
 
 
-def _checked(run: Runner, argv: list[str], what: str) -> str:
+def checked(run: Runner, argv: list[str], what: str) -> str:
     """stdout of ``argv``; a non-zero exit is a ``SlurmError`` quoting the first line Slurm wrote."""
     result = run(argv)
     if result.returncode != 0:

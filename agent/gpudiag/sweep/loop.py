@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from gpudiag.model.choices import EventLoop
 
@@ -21,7 +21,7 @@ T = TypeVar("T")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def run(coro: Coroutine[Any, Any, T], loop: EventLoop = EventLoop.ASYNCIO,
+def run(coro: Coroutine[object, object, T], loop: EventLoop = EventLoop.ASYNCIO,
         note: Callable[[str], None] | None = None) -> T:
     """Run ``coro`` on ``loop``; uvloop, when not installed, falls back to asyncio (``note`` says so)."""
     if loop is EventLoop.UVLOOP:
@@ -41,7 +41,7 @@ def run(coro: Coroutine[Any, Any, T], loop: EventLoop = EventLoop.ASYNCIO,
     return asyncio.run(coro)
 
 
-async def until_signal(start: Callable[[asyncio.Event], Coroutine[Any, Any, T]], stopped_by: list[str], *,
+async def until_signal(start: Callable[[asyncio.Event], Coroutine[object, object, T]], stopped_by: list[str], *,
                        say: Callable[[str], None] | None = None,
                        again: Callable[[int], None] | None = None) -> T:
     """Run ``start(stop)``; the first SIGINT or SIGTERM sets ``stop`` and puts its name in ``stopped_by``

@@ -9,19 +9,18 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
 from gpudiag.checks import CheckSettings, evaluate
-from gpudiag.checks.fleet import with_fleet_findings
 from gpudiag.collect.parse import ProbeFormatError, parse_probe_output
 from gpudiag.collect.remote import TIMEOUT_EXIT_STATUSES, collector_call
-from gpudiag.logs.plan import NO_LOGS, LogOptions, LogPlan, build_plans
+from gpudiag.logs.plan import NO_LOGS, LogPlan, build_plans
 from gpudiag.model import Host, HostReport, HostStatus, NodeReadings, RemoteResult, SweepReport, UnreachableReason
 from gpudiag.model.active import ACTIVE_BUDGET_S
-from gpudiag.model.choices import Source
+from gpudiag.model.request import SweepOptions
+from gpudiag.sweep.assemble import assemble_report
 from gpudiag.transport.base import OutOfFiles, RemoteCommand, Transport, TransportError
 from gpudiag.transport.limits import window_for
 
@@ -30,27 +29,6 @@ DEADLINE_GRACE_S = 5.0
 # This machine out of open files: the host is tried again after this (doubling), until its deadline.
 OUT_OF_FILES_RETRY_S = 0.05
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SweepOptions:
-    """How to sweep: sampling, limits, thresholds (the CLI builds it once, in :mod:`gpudiag.cli.request`)."""
-
-    samples: int = 5
-    interval_s: float = 0.5
-    deadline_s: float = 30.0
-    # Hosts in flight. A host mostly waits (the 2 s sampling window, the network) and costs this side ~7 ms
-    # of CPU, so 256 keep one core busy instead of waiting on the window 64 at a time.
-    concurrency: int = 256
-    stdout_limit_bytes: int = 4 * 1024 * 1024
-    source: Source = Source.AUTO  # --source: NVML where it loads, else nvidia-smi; or nvidia-smi only
-    raw_dir: Path | None = None  # keep each host's raw collector output here (<host>.json): captures, debugging
-    logs: LogOptions = field(default_factory=LogOptions)  # --log, --pack: added to every host's inventory logs
-    context: bool = True  # read the GPU topology and whether the node is a VM
-    gpus: bool = True  # False: read no GPU (a log search)
-    stream: bool = False  # watch: one collector process per host answers every refresh (a kept connection)
-    idle_s: float | None = None  # watch: a kept collector asked nothing for this long leaves (None: its default)
-    settings: CheckSettings = field(default_factory=CheckSettings)
-    active: bool = False  # --active: the active test of the idle GPUs (gpudiag_node.active), within the deadline
 
 
 class SweepObserver(Protocol):
@@ -212,9 +190,8 @@ async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptio
         raise asyncio.CancelledError  # not stopped by the caller: a cancellation is never swallowed
     reports = tuple(cancelled_report(host) if task.cancelled() else task.result()
                     for host, task in zip(hosts, tasks, strict=True))
-    report = SweepReport(started_at=started_at, duration_s=round(time.monotonic() - started, 3), hosts=reports,
-                         settings=options.settings, fleet_judged=fleet)
-    return with_fleet_findings(report, host_groups(hosts)) if fleet else report
+    return assemble_report(reports, started_at=started_at, duration_s=round(time.monotonic() - started, 3),
+                           settings=options.settings, groups=host_groups(hosts) if fleet else None, options=options)
 
 
 def host_groups(hosts: Sequence[Host]) -> dict[str, tuple[str, ...]]:
@@ -229,7 +206,7 @@ async def _until_done_or_stopped(tasks: Sequence[asyncio.Future[HostReport]], st
     if stop is None:
         await asyncio.wait(tasks)
         return
-    stopped: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
+    stopped: asyncio.Future[object] = asyncio.ensure_future(stop.wait())
     everything: asyncio.Future[Any] = asyncio.gather(*tasks, return_exceptions=True)
     try:
         await asyncio.wait([everything, stopped], return_when=asyncio.FIRST_COMPLETED)

@@ -66,6 +66,8 @@ def merge(reports: Sequence[tuple[str, SweepReport]]) -> SweepReport:
     """One report from several ``(source name, report)``; a host in two of them is an error. The merged
     report's check settings are the shards' when they all say the same ones, else None (not one set: each
     finding's evidence still names the thresholds that decided it)."""
+    from gpudiag.sweep.assemble import assemble_report
+
     if not reports:
         raise ShardError("nothing to merge")
     seen: dict[str, str] = {}
@@ -74,10 +76,13 @@ def merge(reports: Sequence[tuple[str, SweepReport]]) -> SweepReport:
             if host.host in seen:
                 raise ShardError(f"host {host.host} is in both {seen[host.host]} and {source}")
             seen[host.host] = source
-    return SweepReport(
+    return assemble_report(
+        [h for _, r in reports for h in r.hosts],
         started_at=min(r.started_at for _, r in reports),
         duration_s=max(r.duration_s for _, r in reports),
-        hosts=tuple(h for _, r in reports for h in r.hosts),
         settings=settings.pop() if len(settings := {r.settings for _, r in reports}) == 1 else None,
+        groups=None,  # each shard judged its own part: merged, they are not judged again
         fleet_judged=all(r.fleet_judged for _, r in reports),
+        jobs=tuple(j for _, r in reports for j in r.jobs),
+        notes=tuple(n for _, r in reports for n in r.notes),
     )

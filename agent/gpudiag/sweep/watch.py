@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from gpudiag.logs.plan import LogPlan, build_plans
 from gpudiag.model import Finding, Host, RemoteResult, SweepReport
-from gpudiag.sweep.runner import SweepOptions, sweep
+from gpudiag.model.request import SweepOptions
+from gpudiag.sweep.runner import sweep
 from gpudiag.transport.base import RemoteCommand, Transport, TransportError
 
 BACKOFF_BASE_S = 2.0

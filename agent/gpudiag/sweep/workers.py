@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpudiag.model import Host, HostReport, HostStatus, SweepReport
 from gpudiag.model.choices import EventLoop
+from gpudiag.sweep.assemble import assemble_report
 from gpudiag.sweep.loop import run, until_signal
 from gpudiag.sweep.shard import select_shard
 
@@ -38,8 +39,8 @@ if TYPE_CHECKING:  # multiprocessing is imported where a worker starts: a sweep 
     from multiprocessing.connection import Connection
 
     from gpudiag.logs import LogPlan
-    from gpudiag.sweep.runner import SweepObserver, SweepOptions
-    from gpudiag.transport.build import SshRequest
+    from gpudiag.model.request import SshRequest, SweepOptions
+    from gpudiag.sweep.runner import SweepObserver
 
 # --workers auto: one per usable core, at most this many (each is an interpreter of ~60 MiB, and past a few the
 # sshd side, not this one, is what a sweep waits for), and one per this many hosts at least.
@@ -127,7 +128,7 @@ def _worker(job: _Job, events: Connection, control: Connection) -> None:
 
     async def main(stop: asyncio.Event) -> None:
         from gpudiag.sweep.runner import sweep
-        from gpudiag.transport.build import open_transport
+        from gpudiag.transport.build import open_transport, ssh_options
 
         loop = asyncio.get_running_loop()
 
@@ -136,7 +137,7 @@ def _worker(job: _Job, events: Connection, control: Connection) -> None:
             stop.set()
 
         loop.add_reader(control.fileno(), on_control)
-        transport = open_transport(job.ssh.options(job.hosts))
+        transport = open_transport(ssh_options(job.ssh, job.hosts))
         await sweep(job.hosts, transport, job.options, plans=job.plans, stop=stop, observer=_Forward(events),
                     on_note=lambda line: events.send(("note", line)), fleet=False)
 
@@ -191,8 +192,8 @@ async def sweep_in_workers(hosts: Sequence[Host], options: SweepOptions, plans: 
     import multiprocessing
 
     from gpudiag.checks import evaluate
-    from gpudiag.checks.fleet import with_fleet_findings
     from gpudiag.sweep.runner import cancelled_report, host_groups
+    from gpudiag.transport.build import shared_by
 
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()
@@ -232,7 +233,7 @@ async def sweep_in_workers(hosts: Sequence[Host], options: SweepOptions, plans: 
     try:
         for part in parts:
             job = _Job(hosts=part, options=per_worker, plans={h.name: plans[h.name] for h in part},
-                       ssh=ssh.shared_by(len(parts)), event_loop=event_loop)
+                       ssh=shared_by(ssh, len(parts)), event_loop=event_loop)
             process, events, control = _start(context, job)
             worker = _Running(process=process, events=events, control=control, ended=loop.create_future(),
                               failure="it ended without a report")
@@ -259,11 +260,11 @@ async def sweep_in_workers(hosts: Sequence[Host], options: SweepOptions, plans: 
         return HostReport(host=host.name, address=host.address, status=HostStatus.ERROR, error=error,
                           findings=evaluate(host.name, HostStatus.ERROR, error, None, options.settings))
 
-    report = SweepReport(started_at=started_at, duration_s=round(time.monotonic() - started, 3),
-                         hosts=in_order(hosts, finished, unfinished), stopped_by=stopped_by, settings=options.settings,
-                         fleet_judged=fleet)
     # across every worker's hosts, not each share (``fleet``: as for gpudiag.sweep.runner.sweep)
-    return with_fleet_findings(report, host_groups(hosts)) if fleet else report
+    return assemble_report(in_order(hosts, finished, unfinished), started_at=started_at,
+                           duration_s=round(time.monotonic() - started, 3), settings=options.settings,
+                           groups=host_groups(hosts) if fleet else None, stopped_by=stopped_by, options=options,
+                           hosts_judged=True)  # each worker judged its own hosts against the allocations
 
 
 def _tell_stop(worker: _Running) -> None:
@@ -277,7 +278,7 @@ async def _until_ended(running: Sequence[_Running], stop: asyncio.Event | None) 
     """Wait until every worker ended; on ``stop``, tell each to stop, and still wait for what they send."""
     everything: asyncio.Future[Any] = asyncio.gather(*(w.ended for w in running))
     if stop is not None:
-        stopped: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
+        stopped: asyncio.Future[object] = asyncio.ensure_future(stop.wait())
         try:
             await asyncio.wait([everything, stopped], return_when=asyncio.FIRST_COMPLETED)
         finally:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gpudiag.model import Host, HostStatus, RemoteResult, UnreachableReason
+from gpudiag.model.request import DEFAULT_DEADLINE_S
 
 STDERR_LIMIT_BYTES = 64 * 1024  # what is kept of a remote command's stderr
 
@@ -59,7 +60,7 @@ class RemoteCommand:
 
     command: str
     stdin: bytes = b""
-    deadline_s: float = 30.0  # client-side; the command line carries its own remote `timeout`
+    deadline_s: float = DEFAULT_DEADLINE_S  # client-side; the command line carries its own remote `timeout`
     stdout_limit_bytes: int = 4 * 1024 * 1024
     # A collector that answers one round per line written to it, one document per line (gpudiag watch):
     # with kept connections, the process is kept too. Run once, it answers once, like any other command.

@@ -1,7 +1,7 @@
-"""The one place that builds a transport: the SSH options a request asks for (:class:`SshRequest`), and the
-transport a sweep uses (:func:`open_transport`: SSH, and this machine for ``localhost``). The CLI, the
-``--workers`` processes and the exporter all build theirs here; a test hands the CLI a fake one through
-:func:`override_transport`."""
+"""The one place that builds a transport: the SSH options a request asks for (:func:`ssh_options`, from a
+:class:`~gpudiag.model.request.SshRequest`), and the transport a sweep uses (:func:`open_transport`: SSH, and
+this machine for ``localhost``). The run, the ``--workers`` processes and the exporter all build theirs here; a
+test hands the run a fake one through :func:`override_transport`."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpudiag.model.request import SshRequest
 from gpudiag.transport.base import RemoteCommand, Transport
 
 if TYPE_CHECKING:
@@ -24,51 +24,41 @@ class SshConfigError(ValueError):
     """An SSH option that cannot be used as given (a missing config file); the message is one line."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SshRequest:
-    """The SSH options the flags ask for; :meth:`options` makes the transport's options from them."""
+def shared_by(request: SshRequest, workers: int) -> SshRequest:
+    """One of ``workers`` processes' request: the pacing bounds hold for all of them together."""
+    shared = pacing(request).shared_by(workers)
+    return dataclasses.replace(request, max_startups=shared.max_startups, connect_rate_per_s=shared.rate_per_s,
+                               max_handshakes=shared.max_handshakes)
 
-    connect_timeout_s: float = 10.0
-    login_timeout_s: float = 10.0
-    known_hosts: str | None = None  # None: ~/.ssh/known_hosts and gpudiag's own
-    ssh_config: Path | None = None  # None: ~/.ssh/config
-    accept_new_host_keys: bool = False
-    max_startups: int | None = None  # --max-startups: handshakes at once per bastion and per sshd (None: default)
-    connect_rate_per_s: float | None = None  # --connect-rate: new connections a second (None: no rate)
-    max_handshakes: int | None = None  # at once in the whole sweep (None: the default); a worker's part of it
 
-    def shared_by(self, workers: int) -> SshRequest:
-        """One of ``workers`` processes' request: the pacing bounds hold for all of them together."""
-        pacing = self.pacing().shared_by(workers)
-        return dataclasses.replace(self, max_startups=pacing.max_startups, connect_rate_per_s=pacing.rate_per_s,
-                                   max_handshakes=pacing.max_handshakes)
+def pacing(request: SshRequest) -> Pacing:
+    """The handshake bounds ``request`` asks for; a bad value raises ``PacingError`` (one line)."""
+    from gpudiag.transport.pacing import DEFAULT_MAX_HANDSHAKES, DEFAULT_MAX_STARTUPS, Pacing
 
-    def pacing(self) -> Pacing:
-        """The handshake bounds; a bad value raises ``PacingError`` (one line)."""
-        from gpudiag.transport.pacing import DEFAULT_MAX_HANDSHAKES, DEFAULT_MAX_STARTUPS, Pacing
+    return Pacing(max_startups=DEFAULT_MAX_STARTUPS if request.max_startups is None else request.max_startups,
+                  rate_per_s=request.connect_rate_per_s,
+                  max_handshakes=DEFAULT_MAX_HANDSHAKES if request.max_handshakes is None else request.max_handshakes)
 
-        return Pacing(max_startups=DEFAULT_MAX_STARTUPS if self.max_startups is None else self.max_startups,
-                      rate_per_s=self.connect_rate_per_s,
-                      max_handshakes=DEFAULT_MAX_HANDSHAKES if self.max_handshakes is None else self.max_handshakes)
 
-    def options(self, hosts: Sequence[Host], *, keep_connections: bool = False) -> SshOptions:
-        """The SSH transport's options, with every host's identity file loaded: a file that is missing or
-        cannot be read raises here (one line), before any connection."""
-        from gpudiag.transport.ssh import SshOptions
+def ssh_options(request: SshRequest, hosts: Sequence[Host], *, keep_connections: bool = False) -> SshOptions:
+    """The SSH transport's options for ``request``, with every host's identity file loaded: a file that is
+    missing or cannot be read raises here (one line), before any connection."""
+    from gpudiag.transport.ssh import SshOptions
 
-        options = SshOptions(connect_timeout_s=self.connect_timeout_s, login_timeout_s=self.login_timeout_s,
-                             accept_new_host_keys=self.accept_new_host_keys, keep_connections=keep_connections,
-                             pacing=self.pacing())
-        if self.known_hosts:
-            options.known_hosts = (self.known_hosts,)
-        if self.ssh_config is not None:
-            if not self.ssh_config.is_file():
-                raise SshConfigError(f"{self.ssh_config}: no such SSH config file")
-            options.ssh_config = [str(self.ssh_config)]
-        for host in hosts:
-            if host.identity_file:
-                options.keyring.load(host.identity_file)
-        return options
+    options = SshOptions(connect_timeout_s=request.connect_timeout_s, login_timeout_s=request.login_timeout_s,
+                         accept_new_host_keys=request.accept_new_host_keys, keep_connections=keep_connections,
+                         pacing=pacing(request))
+    if request.known_hosts:
+        options.known_hosts = (request.known_hosts,)
+    if request.ssh_config is not None:
+        if not request.ssh_config.is_file():
+            raise SshConfigError(f"{request.ssh_config}: no such SSH config file")
+        options.ssh_config = [str(request.ssh_config)]
+    for host in hosts:
+        if host.identity_file:
+            options.keyring.load(host.identity_file)
+    return options
+
 
 
 @dataclass(frozen=True, slots=True)

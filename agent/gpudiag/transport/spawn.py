@@ -21,7 +21,7 @@ import asyncio
 import os
 import signal
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from gpudiag.transport.cancel import hand_late
 
@@ -29,10 +29,11 @@ T = TypeVar("T")
 
 SETTLE_S = 5.0  # a creation is a fork and three pipes: well under a second, unless the machine is starved
 
-_STARTING: set[asyncio.Task[Any]] = set()
+_STARTING: set[asyncio.Task[object]] = set()
 
 
-async def start_process(create: Coroutine[Any, Any, T], end: Callable[[T], Coroutine[Any, Any, object]]) -> T:
+async def start_process(create: Coroutine[object, object, T],
+                        end: Callable[[T], Coroutine[object, object, object]]) -> T:
     """``await create`` (``loop.subprocess_exec``, ``asyncio.create_subprocess_exec``) so that a cancellation
     of the caller raises here at once and never reaches the creation; what it still creates after that is
     given to ``end`` (a coroutine: kill the process, await its exit, close its pipes), which :func:`settle`
@@ -63,7 +64,7 @@ def kill_group(pid: int) -> None:
         pass
 
 
-def _tracked(coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+def _tracked(coro: Coroutine[object, object, T]) -> asyncio.Task[T]:
     task = asyncio.ensure_future(coro)
     _STARTING.add(task)
     task.add_done_callback(_STARTING.discard)

@@ -25,6 +25,7 @@ from typing import Union
 import asyncssh
 
 from gpudiag.model import Host, RemoteResult, UnreachableReason
+from gpudiag.model.request import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_LOGIN_TIMEOUT_S
 from gpudiag.model.ssh_target import HostPatternError, SshTarget, split_target
 from gpudiag.transport.base import (
     STDERR_LIMIT_BYTES,
@@ -140,11 +141,11 @@ class SshOptions:
 
     # From the start of the TCP connect to a logged-in session (the SSH banner, key exchange, authentication):
     # a dead host costs this much.
-    connect_timeout_s: float = 10.0
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
     # From the TCP connection made to a logged-in session (the banner and key exchange too, not only
     # authentication: asyncssh starts its login timer on connection_made); the shorter one fires first,
     # and either way the host is unreachable (timeout).
-    login_timeout_s: float = 10.0
+    login_timeout_s: float = DEFAULT_LOGIN_TIMEOUT_S
     known_hosts: Sequence[str] = (DEFAULT_USER_KNOWN_HOSTS, DEFAULT_GPUDIAG_KNOWN_HOSTS)
     gpudiag_known_hosts: str = DEFAULT_GPUDIAG_KNOWN_HOSTS  # accept-new records here when it is read
     accept_new_host_keys: bool = False

@@ -10,17 +10,18 @@ from pathlib import Path
 
 import pytest
 
+from cli_run import run_cli
 from gpudiag.sources.slurm import SlurmError, SlurmSelection, select_nodes
 from gpudiag.sweep.shard import select_shard
 from slurm_cluster import SlurmCluster
 
-pytestmark = [pytest.mark.integration, pytest.mark.slurm]
+# One worker runs them all, on the session's one Slurm cluster (pyproject.toml: --dist loadgroup).
+pytestmark = [pytest.mark.integration, pytest.mark.slurm, pytest.mark.xdist_group("slurm")]
 REPO = Path(__file__).resolve().parents[3]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=120)
+    return run_cli(*args, cwd=REPO)  # in this process: the process is not the point
 
 
 def ssh_args(sshd_cluster) -> tuple[str, ...]:  # type: ignore[no-untyped-def]

@@ -12,9 +12,9 @@ from builders import finding, gpu, host_report, sweep
 from gpudiag.audit.changes import compare
 from gpudiag.audit.history import History
 from gpudiag.audit.scheduled import AuditConfigError, AuditOptions, audit, check, parse_duration, to_send
-from gpudiag.cli.request import OutputRequest
 from gpudiag.model import HostStatus, Severity
 from gpudiag.model.changes import ChangeState, OpenFinding, PastRun
+from gpudiag.model.request import OutputRequest
 from gpudiag.report import OutputFormat, render
 from gpudiag.report.changes_report import annotate
 from gpudiag.report.changes_text import render_changes
@@ -123,7 +123,7 @@ def test_output_and_quiet_without_history(tmp_path: Path) -> None:
     out = tmp_path / "sub" / "r.json"
     outcome = audit(report(), OutputRequest(format=OutputFormat.JSON, quiet=True), AuditOptions(output=out))
     assert (outcome.stdout, outcome.exit_code) == ("", 2)
-    assert json.loads(out.read_text())["schema"] == "gpudiag.sweep/3"
+    assert json.loads(out.read_text())["schema"] == "gpudiag.sweep/4"
     shown = audit(report(), OutputRequest(format=OutputFormat.JSON), AuditOptions())
     assert json.loads(shown.stdout) == json.loads(out.read_text())
 

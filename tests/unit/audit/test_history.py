@@ -76,8 +76,9 @@ def test_new_ongoing_resolved_across_runs(tmp_path: Path) -> None:
     db = sqlite3.connect(tmp_path / "h.sqlite")
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     readings = json.loads(db.execute("SELECT readings FROM gpus WHERE gpu_index = 1 LIMIT 1").fetchone()[0])
-    assert readings["power_w"] == 650.0 and "samples" not in readings
-    assert readings["power"] == {"watts": 650.0, "source": "power_draw", "pct_of_limit": 92.9}
+    assert "power_w" not in readings and "samples" not in readings  # the raw power is in the power object
+    assert readings["power"] == {"watts": 650.0, "source": "power_draw", "pct_of_limit": 92.9, "readings": {
+        "energy_counter": None, "power_draw": 650.0, "power_draw_instant": None}}
     assert readings["enforced_power_limit_w"] == 700.0 and readings["sm"] == "SM90"
 
 

@@ -14,8 +14,8 @@ from builders import finding, gpu, host_report, sweep
 
 from gpudiag.audit.history import History, HistoryError
 from gpudiag.audit.scheduled import AuditConfigError, AuditOptions, audit, check_history
-from gpudiag.cli.request import OutputRequest
 from gpudiag.model import SweepReport
+from gpudiag.model.request import OutputRequest
 from gpudiag.report import OutputFormat
 from history_files import damage_a_page, recorded_history
 

@@ -11,8 +11,8 @@ import pytest
 from builders import finding, gpu, host_report, sweep
 
 from gpudiag.audit.scheduled import AuditOptions, audit
-from gpudiag.cli.request import OutputRequest
 from gpudiag.model import HostStatus
+from gpudiag.model.request import OutputRequest
 from gpudiag.report import OutputFormat
 
 

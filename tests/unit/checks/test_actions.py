@@ -144,8 +144,9 @@ def test_the_drivers_recovery_action_maps_onto_the_ladder(value: object, action:
     ("THERMAL_SLOWDOWN", Severity.WARNING, {}, Action.WATCH),
     ("THERMAL_SLOWDOWN", Severity.CRITICAL, {}, Action.DRAIN_AND_INSPECT),
     ("LOG_SIGNATURE", Severity.CRITICAL, {}, Action.RESTART_WORKLOAD),
-    ("DRIVER_DRIFT", Severity.WARNING, {"differs": ("driver_version",)}, Action.DRAIN_AND_INSPECT),
-    ("DRIVER_DRIFT", Severity.WARNING, {"differs": ("gpu_model",)}, Action.WATCH),
+    ("DRIVER_DRIFT", Severity.WARNING, {"differs": ("driver_version",)}, Action.WATCH),
+    ("DRIVER_DRIFT", Severity.WARNING, {"differs": ("driver_version",), "operator_action": "drain_and_inspect"},
+     Action.DRAIN_AND_INSPECT),
     ("HOST_UNREACHABLE", Severity.CRITICAL, {}, Action.NONE),
     # a reading that could not be read is no verdict: at most watch, never a reset, a reboot or a drain
     ("RECOVERY_ACTION", Severity.UNKNOWN, {"gpu_recovery_action": "[Unknown Error]"}, Action.WATCH),
@@ -163,3 +164,14 @@ def test_a_code_without_an_entry_says_so() -> None:
 def test_evaluate_sets_every_findings_action() -> None:
     (finding,) = evaluate("h", HostStatus.TIMEOUT, "no answer in 3 s", None, CheckSettings())
     assert (finding.code, finding.action) == ("HOST_UNREACHABLE", Action.NONE)
+
+
+def test_the_recovery_words_are_the_readings_own() -> None:
+    # The names of gpu_recovery_action's values are declared once, in the node's readings table; the ladder's
+    # actions and the findings' sentences cover exactly those.
+    from gpudiag.checks.actions import RECOVERY_ACTIONS
+    from gpudiag.checks.health import RECOVERY_WORDS
+    from gpudiag_node.readings import ENUMS
+
+    names = set(ENUMS["gpu_recovery_action"])
+    assert set(RECOVERY_ACTIONS) == names and set(RECOVERY_WORDS) | {"none"} == names

@@ -12,9 +12,10 @@ import pytest
 from gpudiag.checks import CheckSettings, evaluate
 from gpudiag.collect.parse import parse_probe
 from gpudiag.model import HostStatus, NodeReadings
-from gpudiag.model.report import PROBE_SCHEMA, SWEEP_SCHEMAS_READ
+from gpudiag.model.report import SWEEP_SCHEMAS_READ
 from gpudiag.report.json_report import from_document
-from gpudiag_node.probe import choose_fields, known_fields
+from gpudiag_node.smi import choose_fields, known_fields
+from gpudiag_node.wire import SCHEMA as PROBE_SCHEMA
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 NEW_CODES = {"ROW_REMAP_PENDING", "ROW_REMAP_FAILED", "RETIRED_PAGES_PENDING", "ECC_DISABLED", "ECC_MODE_PENDING",

@@ -102,12 +102,16 @@ def test_gpu_held_idle_names_the_holder_its_user_job_and_memory() -> None:
                                 "81723, docker 3f2a9c1b0e4d")
 
 
-def test_gpu_held_idle_not_without_a_process_nor_on_a_busy_gpu_nor_for_a_small_holder() -> None:
+def test_gpu_held_idle_not_without_a_process_nor_on_a_busy_gpu_nor_for_a_bare_context() -> None:
     hold = proc(40, used_memory_mib=102_400.0)
     assert gpu_held_idle("h", IDLE, S, facts(IDLE)) == ()
     one_busy_sample = dataclasses.replace(IDLE, samples=(sample(utilization_pct=0.0), sample(utilization_pct=2.0)))
     assert gpu_held_idle("h", one_busy_sample, S, facts(one_busy_sample, hold)) == ()
-    assert gpu_held_idle("h", IDLE, S, facts(IDLE, proc(40, used_memory_mib=2048.0))) == ()
+    # a bare CUDA context (612 MiB on the H200) is not a holder; anything that allocated past the floor is
+    assert gpu_held_idle("h", IDLE, S, facts(IDLE, proc(40, used_memory_mib=612.0))) == ()
+    assert gpu_held_idle("h", IDLE, S, facts(IDLE, proc(40, used_memory_mib=S.held_idle_memory_mib - 1))) == ()
+    (f,) = gpu_held_idle("h", IDLE, S, facts(IDLE, proc(40, used_memory_mib=S.held_idle_memory_mib)))
+    assert f.evidence["held_pct"] == 0.7 and f.evidence["held_idle_memory_mib"] == 1024.0
     codes = [f.code for f in evaluate("h", HostStatus.OK, None, node([IDLE], processes=(hold,)), S)]
     assert codes == ["GPU_HELD_IDLE"]
 
@@ -136,3 +140,21 @@ def test_memory_unaccounted_stays_quiet_on_the_driver_reserve_and_unread_lists()
     assert gpu_memory_unaccounted("h", big, S, facts(big, processes_from="nvml", processes_unlisted=(0,))) == ()
     assert gpu_memory_unaccounted("h", big, S, facts(big, proc(1, used_memory_mib=None),
                                                        processes_from="nvml")) == ()
+
+
+def test_the_evidence_a_check_writes_is_the_process_the_report_reads_back() -> None:
+    # One writer (said, through checks.named.choice_evidence) and one reader (named_in) of the evidence keys:
+    # what a finding names is what the table's row names, also after a JSON round trip of the evidence.
+    import json
+
+    from gpudiag.checks.named import choice_evidence
+    from gpudiag.model import GpuProcess
+    from gpudiag.model.culprit import ChosenBy, ProcessChoice, named_in
+
+    spinner, holder = GpuProcess(pid=11, gpu=0, command=("spin",)), GpuProcess(pid=12, gpu=0, command=("hold",))
+    choice = ProcessChoice(chosen_by=ChosenBy.CPU, process=spinner, why="it uses 99% of a CPU core")
+    evidence = json.loads(json.dumps(choice_evidence(choice)))
+    assert named_in(evidence, (holder, spinner)) == choice
+    assert named_in(evidence, (holder,)) is None  # the named process is gone from the listing
+    ambiguous = ProcessChoice(chosen_by=ChosenBy.AMBIGUOUS, why="2 processes", candidates=(spinner, holder))
+    assert named_in(choice_evidence(ambiguous), (spinner, holder)) is None  # names no pid

@@ -83,7 +83,8 @@ def test_host_bound_names_the_process_its_cpu_and_the_gpu() -> None:
     assert e["command"] == "python3 bench/gpu_workloads.py eager_decode" and e["user"] == "root"
     assert e["process_cpu_pct"] >= 99 and 5 <= e["utilization_pct"] <= 50 and 120 <= e["watts"] <= 160
     assert finding.summary.startswith(f"pid {e['pid']} gpu_workloads.py uses 100% of a CPU core while the GPU "
-                                      "is only 26% busy at 142 W")
+                                      "is only 26% busy at 142 W (20% of its limit)")
+    assert e["starved_by"] == "sm_activity"  # NVML GPM read it: SM activity decided
     assert "capture CUDA graphs" in finding.summary
 
 

@@ -79,7 +79,7 @@ def test_nvml_recordings_carry_the_energy_average_and_the_verdict_uses_it() -> N
     assert abs(gpu.energy_power_w - gpu.power_w) < 5.0
     (finding,) = evaluate("h200", HostStatus.OK, None, node, CheckSettings())
     assert finding.evidence["watts"] == gpu.energy_power_w
-    assert finding.evidence["power_source"] == "average over the window from NVML's total-energy counter"
+    assert finding.evidence["power_source"] == "energy_counter"
 
 
 @pytest.mark.parametrize("workload", ["spin", "gemm"])

@@ -50,7 +50,10 @@ def test_active_reaches_the_collector_and_the_figures_come_back() -> None:
 
 def test_off_by_default_and_on_from_the_config_file(tmp_path: Path) -> None:
     transport, done = run()
-    assert done.exit_code in (0, 1) and not any(b'"active"' in c.stdin for _, c in transport.calls)  # type: ignore[attr-defined]
+    assert done.exit_code in (0, 1), done.output  # type: ignore[attr-defined]
+    # Every declared key travels (wire.make_config): off is the key's default, null, on every call.
+    assert transport.calls and all(b'"active": null' in c.stdin and b'"active": {' not in c.stdin
+                                   for _, c in transport.calls)
     config = tmp_path / "config.toml"
     config.write_text("[sweep]\nactive = true\n")
     transport, done = run("--config", str(config))

@@ -103,12 +103,12 @@ def test_the_graph_is_read() -> None:
     assert len(graph) > 30
     # The edges this file is about, so that an empty or broken walk cannot pass the test below.
     assert {"gpudiag.cli.commands.logs", "gpudiag.cli.common"} <= graph["gpudiag.cli.app"]
-    assert {"gpudiag.cli.request", "gpudiag.sweep.runner"} <= graph["gpudiag.cli.build"]
+    assert {"gpudiag.model.request", "gpudiag.run.request"} <= graph["gpudiag.cli.build"]
     assert "gpudiag.cli.build" in graph["gpudiag.cli.commands.sweep"]  # inside the command
     assert "gpudiag.cli.common" in graph["gpudiag.cli.commands.logs"]
-    assert "gpudiag.sweep.runner" in graph["gpudiag.cli.common"]  # a lazy import, inside a function
+    assert "gpudiag.run.execute" in graph["gpudiag.cli.common"]  # a lazy import, inside a function
     assert "gpudiag.model.choices" in graph["gpudiag.collect.remote"]
-    assert "gpudiag.logs.plan" in graph["gpudiag.cli.request"]  # under TYPE_CHECKING and inside functions
+    assert "gpudiag.logs" in graph["gpudiag.run.request"]  # under TYPE_CHECKING and inside functions
 
 
 def test_no_import_cycle() -> None:
@@ -198,8 +198,8 @@ def test_the_eager_walk_sees_what_an_import_runs() -> None:
     ours, third = _eager()["gpudiag.cli.app"]
     assert {"gpudiag.cli.commands.sweep", "gpudiag.cli.params"} <= ours and "typer" in third
     assert "gpudiag.cli.build" not in _eager()["gpudiag.cli.commands.sweep"][0]  # inside the command
-    assert "gpudiag.cli.request" not in _eager()["gpudiag.cli.common"][0]  # under TYPE_CHECKING
-    assert "gpudiag.sweep.runner" in _loaded_by("gpudiag.cli.build")[0]
+    assert "gpudiag.run.request" not in _eager()["gpudiag.cli.common"][0]  # under TYPE_CHECKING
+    assert "gpudiag.model.changes" in _loaded_by("gpudiag.cli.build")[0]  # through gpudiag.model.request
 
 
 def test_version_imports_the_entry_point_and_the_standard_library_only() -> None:

@@ -14,9 +14,11 @@ from builders import gpu, host_report, sample, sweep
 from plan_calls import Calls, calls_fixture, invoke  # noqa: F401 (calls_fixture: the calls fixture)
 
 from gpudiag.checks import CheckSettings, SettingsError
-from gpudiag.cli.request import HostSelection, SelectedHosts, SweepRequest, Thresholds, prepare, select_hosts
 from gpudiag.model import Host
+from gpudiag.model.request import HostSelection, SweepRequest
 from gpudiag.report import OutputFormat, ReportView, render
+from gpudiag.run.request import prepare, selected_hosts
+from gpudiag.sources.selection import SelectedHosts
 from gpudiag.sweep.runner import SweepOptions
 
 
@@ -46,7 +48,7 @@ def test_a_configuration_error_is_one_line_before_any_connection(calls: Calls, a
 def test_prepare_lays_the_flags_over_the_inventory_over_the_defaults() -> None:
     selected = SelectedHosts(hosts=(Host(name="localhost"),),
                              settings={"busy_utilization_pct": 80.0, "low_power_pct": 50.0})
-    request = SweepRequest(sweep=SweepOptions(concurrency=1), thresholds=Thresholds(low_power_pct=40.0))
+    request = SweepRequest(sweep=SweepOptions(concurrency=1), checks={"low_power_pct": 40.0})
     settings = prepare(request, selected).options.settings
     assert settings == CheckSettings(busy_utilization_pct=80.0, low_power_pct=40.0)
     grep_like = SweepRequest(sweep=SweepOptions(concurrency=1), inventory_settings=False)
@@ -58,8 +60,9 @@ def test_prepare_lays_the_flags_over_the_inventory_over_the_defaults() -> None:
 def test_select_hosts_keeps_the_first_of_a_host_given_twice(tmp_path: Path) -> None:
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text("hosts:\n  gpu01: {address: 127.0.0.2}\n  gpu02: {address: 127.0.0.3}\n")
-    selected = select_hosts(HostSelection(targets=("gpu02", "gpu03"), inventory=inventory, port=2222,
-                                          exclude=("gpu01",), local=True))
+    with selected_hosts(HostSelection(targets=("gpu02", "gpu03"), inventory=inventory, port=2222,
+                                      exclude=("gpu01",), local=True)) as selected:
+        pass
     assert [(h.name, h.address, h.port) for h in selected.hosts] == [
         ("gpu02", "127.0.0.3", 2222), ("gpu03", None, 2222), ("localhost", None, 2222)]
 
@@ -72,7 +75,8 @@ def test_what_an_ansible_inventory_was_read_as_is_said_on_stderr(tmp_path: Path)
     assert done.stderr == f"gpudiag: {inventory}: an Ansible INI inventory: 2 hosts in 1 groups\n"
     assert [(h["name"], h["address"], h["groups"]) for h in json.loads(done.stdout)["hosts"]] == [
         ("gpu01", "127.0.0.2", ["gpus"]), ("gpu02", "127.0.0.2", ["gpus"])]
-    selected = select_hosts(HostSelection(inventory=inventory, exclude=("gpu02",)))  # the request's own step
+    with selected_hosts(HostSelection(inventory=inventory, exclude=("gpu02",))) as selected:  # the run's own step
+        pass
     assert ([h.name for h in selected.hosts], selected.read_as) == (["gpu01"], done.stderr[9:-1])
 
 

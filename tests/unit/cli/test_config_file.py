@@ -65,8 +65,13 @@ def test_the_environment_and_the_default_path_name_the_file(tmp_path: Path, conf
     ('nonsense = 1\n', "{path}:1: nonsense: a key outside any table (put it in [defaults] or a command's table)"),
     ('[defaults]\nnonsense = 1\n', "{path}:2: [defaults] nonsense: unknown key (no command has such an option)"),
     ('[defaults]\nsamples = 2.5\n', "{path}:2: [defaults] samples: expected an integer, not 2.5"),
-    ('[sweeep]\nsamples = 2\n', "{path}:1: sweeep: unknown table [sweeep] (known: defaults, sweep, local"),
+    ('[sweeep]\nsamples = 2\n', "{path}:1: sweeep: unknown table [sweeep] (known: defaults, fleet, sweep, local"),
     ('[sweep]\nsamples = = 2\n', "{path}: Invalid value (at line 2, column 11)"),
+    ('[fleet]\naction = "x"\n', "{path}:2: [fleet] action: expected one of none, watch, restart_workload"),
+    ('[fleet."NVIDIA H200"]\ndrivr = "580"\n',
+     '{path}:2: [fleet."NVIDIA H200"] drivr: unknown key (known: driver, cuda, vbios)'),
+    ('[fleet."NVIDIA H200"]\ndriver = 580\n', '{path}:2: [fleet."NVIDIA H200"] driver: expected a string, not 580'),
+    ('[fleet]\nmodel = "x"\n', "{path}:2: [fleet] model: unknown key (known: action, and a table per GPU model"),
 ])
 def test_a_bad_file_is_one_line_naming_the_file_and_key(tmp_path: Path, text: str, error: str) -> None:
     path = tmp_path / "bad.toml"
@@ -95,3 +100,20 @@ def test_the_example_audit_config_is_valid() -> None:
     assert found["sweep"]["only_changes"] is True and found["sweep"]["log"] == ["@kernel"]
     assert found["watch"]["inventory"] == found["sweep"]["inventory"] == "/etc/gpudiag/inventory.yaml"
     assert "inventory" not in found["local"]  # [defaults] applies only where the option exists
+
+
+def test_the_fleet_table_fills_expect_for_every_command_that_has_it(tmp_path: Path) -> None:
+    """[fleet."MODEL"] and action become --expect and --expect-action (sweep's request reads them)."""
+    from gpudiag.cli import config
+
+    path = tmp_path / "fleet.toml"
+    path.write_text('[fleet]\naction = "drain_and_inspect"\n\n[fleet."NVIDIA H200"]\ndriver = "580.159.04"\n'
+                    'cuda = "13.0"\n\n[fleet."NVIDIA B200"]\nvbios = "97.00.0B.00.01"\n')
+    data, text = config.read(path)
+    from typer.main import get_command
+
+    commands = get_command(app).commands  # type: ignore[attr-defined]
+    found = config.defaults(path, data, text, commands)
+    assert found["sweep"]["expect"] == ["NVIDIA H200:driver=580.159.04", "NVIDIA H200:cuda=13.0",
+                                        "NVIDIA B200:vbios=97.00.0B.00.01"]
+    assert found["sweep"]["expect_action"] == "drain_and_inspect" and "expect" not in found["signatures"]

@@ -9,8 +9,8 @@ import pytest
 
 from gpudiag.collect.parse import ProbeFormatError, parse_probe, parse_probe_output, read_value
 from gpudiag.model import GpuReading, SmiStatus, decode_reasons
-from gpudiag_node.probe import choose_fields, known_fields
 from gpudiag_node.readings import BY_NAME
+from gpudiag_node.smi import choose_fields, known_fields
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "h200_580.159_fields"
 HELP = (DATA / "help-query-gpu.txt").read_text()
@@ -87,7 +87,7 @@ def test_power_draw_instant_is_read_beside_the_average_and_shown_in_the_json() -
     assert [s.power_instant_w for s in g.samples] == [79.4, 412.7, 80.1]
     assert g.power_instant_w == 80.1 and g.power_w == 79.32  # medians: the spike shows in the samples
     (gpu_doc,) = to_document(sweep(host_report("h200", gpus=[g])))["hosts"][0]["gpus"]
-    assert gpu_doc["power_instant_w"] == 80.1 and gpu_doc["power_w"] == 79.32
+    assert gpu_doc["power"]["readings"] == {"energy_counter": None, "power_draw": 79.32, "power_draw_instant": 80.1}
 
 
 @pytest.mark.parametrize("raw", ["[N/A]", "[Not Supported]", "[GPU is lost]", "", "  ",

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from gpudiag.collect.parse_logs import parse_context
-from gpudiag_node.probe import looks_starved
+from gpudiag.model import CheckSettings
+from gpudiag_node import wire
+from gpudiag_node.probe import _gate, looks_starved
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -23,7 +25,8 @@ def recorded(workload: str, source: str) -> dict[str, object]:
                                                ("gemv", False), ("copy", False), ("gemm", False),
                                                ("small_gemm", False)])
 def test_gate_on_real_h200_readings(workload: str, source: str, starved: bool) -> None:
-    assert looks_starved(recorded(workload, source), 90.0, 60.0) is starved
+    settings = CheckSettings()  # the thresholds a default sweep sends (tests/unit/node/test_wire.py)
+    assert looks_starved(recorded(workload, source), settings.busy_utilization_pct, settings.low_power_pct) is starved
 
 
 def test_gate_follows_the_thresholds() -> None:
@@ -34,3 +37,12 @@ def test_gate_follows_the_thresholds() -> None:
 def test_a_skipped_topology_is_not_an_error() -> None:
     context = parse_context({"topology": None, "topology_skipped": "no GPU read busy at low power"})
     assert context is not None and context.topology_error is None and context.links == ()
+
+
+def test_the_gate_has_no_thresholds_of_its_own() -> None:
+    """Without both of the controller's thresholds the node reads the topology whenever it reads the context."""
+    gated = wire.read_config({"context": True, "topology_if": {"busy_pct": 95, "low_power_pct": 50.5}})
+    assert _gate(gated) == (95.0, 50.5)
+    assert _gate(wire.read_config({"context": True, "topology_if": {"busy_pct": 95}})) is None
+    assert _gate(wire.read_config({"context": True})) is None
+    assert _gate(wire.read_config({"context": False, "topology_if": {"busy_pct": 95, "low_power_pct": 50}})) is None

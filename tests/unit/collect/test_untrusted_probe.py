@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,8 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 SMI_DOC = json.loads((DATA / "h200_580.159_idle" / "probe.json").read_text())
 NVML_DOC = json.loads((DATA / "h200_580.159_idle" / "nvml.json").read_text())
 CONTEXT_DOC = json.loads((DATA / "h200x2_580.159_context" / "probe-context.json").read_text())
-BOUND_S = 5.0  # generous: the 300,000-row document took the controller to 2.7 GB before
+# What these documents cost in time is measured by bench/hostile_inputs.py (tests assert no wall time); here,
+# what bounds the work: the rows, GPUs, lines and bytes read (the 300,000-row document took 2.7 GB before).
 
 
 def _smi(stdout: str, *, samples: int = 1) -> dict[str, Any]:
@@ -48,18 +48,16 @@ def test_a_huge_gpu_index_is_refused_and_said() -> None:
 
 
 @pytest.mark.scale
-def test_300000_gpu_rows_cost_bounded_time_and_memory() -> None:
+def test_300000_gpu_rows_cost_bounded_memory() -> None:
     stdout = "".join(f"{i}, G\n" for i in range(300_000))
     assert len(stdout) < 4 * 1024 * 1024
     raw = json.dumps(_smi(stdout)).encode()
     tracemalloc.start()
-    began = time.monotonic()
     try:
         node = parse_probe_output(raw)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert time.monotonic() - began < BOUND_S * 4  # tracemalloc slows it down
     assert peak < 200 * 1024 * 1024
     assert len(node.gpus) == 64
     assert any("GPU" in p and "300000" in p for p in node.problems)
@@ -73,9 +71,7 @@ def test_samples_per_gpu_are_bounded() -> None:
 def test_lost_gpu_lines_and_messages_are_bounded() -> None:
     stdout = "".join(f"Unable to determine the device handle for GPU{i:08x}:00:00.0: Unknown Error\n"
                      for i in range(100_000)) + "".join(f"message {i}\n" for i in range(100_000))
-    began = time.monotonic()
     node, incomplete = _incomplete(_smi(stdout))
-    assert time.monotonic() - began < BOUND_S
     assert len(node.gpus) <= 64 and len(node.smi_message or "") <= 500 and incomplete
 
 
@@ -102,9 +98,7 @@ def test_log_claims_are_bounded() -> None:
               "echoes": {f"e{i}": {"count": 1, "seq": 1, "text": "t", "start": 0} for i in range(10_000)}}
     doc = copy.deepcopy(SMI_DOC)
     doc["logs"] = [source] * 100
-    began = time.monotonic()
     node, incomplete = _incomplete(doc)
-    assert time.monotonic() - began < BOUND_S * 4
     assert len(node.logs) <= 32 and incomplete
     matches = [m for scan in node.logs for m in scan.matches]
     lines = [x for m in matches for x in (m.first, m.last, *m.recent) if x is not None]
@@ -158,14 +152,22 @@ def test_a_bad_field_is_a_missing_reading(value: Any) -> None:
             assert gpu.power_w is None or abs(gpu.power_w) < 1e300
 
 
+NO_PAIR = "nvidia-smi topo -m listed no GPU pair"
+
+
 @pytest.mark.scale
-@pytest.mark.parametrize("text", ["GPU" + "9" * 5000 + "\tGPU1\n",
-                                  "\tGPU0\tGPU1\nGPU0\tX\nGPU" + "1" * 5000 + "\tNV\tX\n",
-                                  "\tGPU٣\nGPU٣\tX\n", "\t".join(["GPU0"] * 100_000), "\x00\x1b[" * 1000],
-                         ids=["5000-digit-header", "5000-digit-row", "arabic-digit", "100000-columns", "controls"])
-def test_bad_topology_text_reads_as_no_links(text: str) -> None:
-    parse_topology(text)
-    parse_context({"topology": {"exit": 0, "stdout": text}})
+@pytest.mark.parametrize(("text", "error"), [
+    # One line that reads as one GPU's row (a one-GPU node has no pair to list): no links, and no error.
+    ("GPU" + "9" * 5000 + "\tGPU1\n", None),
+    ("\tGPU0\tGPU1\nGPU0\tX\nGPU" + "1" * 5000 + "\tNV\tX\n", NO_PAIR),
+    ("\tGPU٣\nGPU٣\tX\n", NO_PAIR),
+    ("\t".join(["GPU0"] * 100_000), None),
+    ("\x00\x1b[" * 1000, NO_PAIR),
+], ids=["5000-digit-header", "5000-digit-row", "arabic-digit", "100000-columns", "controls"])
+def test_bad_topology_text_reads_as_no_links(text: str, error: str | None) -> None:
+    assert parse_topology(text) == ()
+    context = parse_context({"topology": {"exit": 0, "stdout": text}})
+    assert context is not None and context.links == () and context.topology_error == error
 
 
 DANGEROUS = st.sampled_from([10**4000, -(10**400), 2**64 + 1, float("inf"), float("nan"), 1e308, -1, "1e999",

@@ -1,27 +1,44 @@
-"""``--demo`` honours every option that applies to it (targets, --limit, --exclude, --shard, thresholds, samples),
-refuses in one line those that cannot, has a ``watch``, and its nodes show their own hostname, kernel and
-hypervisor flag, never this machine's. The demo cluster is real (asyncssh servers on loopback, the real
-collector), run through the command line in this process."""
+"""``--demo`` is a host source (gpudiag.sources.demo): its hosts go through the ordinary selection (targets that
+name demo hosts, ``--limit``, ``--exclude``, ``--shard``), beside any other source's, and what it started for
+the run is stopped once the run is over, or when a later step of the selection fails. Here the cluster is a
+fake one (hosts, no server: a unit test opens no socket); tests/integration/test_demo_cluster.py runs the real
+one through the command line."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from gpudiag.cli.app import app
-from gpudiag.demo.demo import DEMO_NODES, DemoSelectionError, select_demo_nodes
-
-ENV = {"PATH": "/usr/bin:/bin"}
-
-
-def invoke(*args: str) -> Any:
-    return CliRunner().invoke(app, list(args), env=ENV)
+from gpudiag.demo.demo import DEMO_NODES, DemoNode
+from gpudiag.model import Host
+from gpudiag.model.request import HostSelection
+from gpudiag.run.request import selected_hosts
+from gpudiag.sources.demo import DemoCluster
+from gpudiag.sources.inventory import InventoryError
+from gpudiag.sources.selection import SOURCES, CommandLineTargets, InventoryFile, select_hosts
 
 
-def names(nodes: Any) -> list[str]:
-    return [n.name for n in nodes]
+class _FakeCluster:
+    """Hosts on loopback ports (none listening) for the nodes asked, and a record of its stop."""
+
+    def __init__(self, nodes: Sequence[DemoNode], stopped: list[str]) -> None:
+        self.hosts = tuple(Host(name=n.name, address="127.0.0.1", port=40000 + i, groups=n.groups)
+                           for i, n in enumerate(nodes))
+        self._stopped = stopped
+
+    def stop(self) -> None:
+        self._stopped.append(",".join(h.name for h in self.hosts))
+
+
+def _sources(stopped: list[str]) -> tuple[object, ...]:
+    fake = DemoCluster(serve=lambda nodes: _FakeCluster(nodes, stopped))
+    return tuple(fake if isinstance(s, DemoCluster) else s for s in SOURCES)
+
+
+def names(selection: HostSelection, stopped: list[str] | None = None) -> list[str]:
+    return [h.name for h in select_hosts(selection, _sources([] if stopped is None else stopped)).hosts]  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("targets", "limit", "exclude", "expected"), [
@@ -29,37 +46,45 @@ def names(nodes: Any) -> list[str]:
     (("train-h200-0[1,4]", "sglang-glm5"), (), (), ["sglang-glm5", "train-h200-01", "train-h200-04"]),
     ((), ("train-h200-0[1,4-5]",), ("train-h200-05",), ["train-h200-01", "train-h200-04"]),
     ((), (), ("sglang-glm5", "train-h200-05"), ["train-h200-01", "infer-h200-02", "spare-h200-03", "train-h200-04"]),
+    ((), ("h200",), ("train-h200-05",), ["train-h200-01", "infer-h200-02", "spare-h200-03", "train-h200-04"]),
 ])
 def test_targets_limit_and_exclude_pick_demo_hosts(targets: tuple[str, ...], limit: tuple[str, ...],
                                                    exclude: tuple[str, ...], expected: list[str]) -> None:
-    assert names(select_demo_nodes(targets, limit, exclude)) == expected
+    assert names(HostSelection(demo=True, targets=targets, limit=limit, exclude=exclude)) == expected
+
+
+def test_a_target_naming_a_demo_host_is_that_host_and_others_are_ordinary_hosts() -> None:
+    selected = select_hosts(HostSelection(demo=True, targets=("sglang-glm5", "gpu01")),
+                            _sources([]))  # type: ignore[arg-type]
+    assert [(h.name, h.address) for h in selected.hosts] == [("sglang-glm5", "127.0.0.1"), ("gpu01", None)]
+
+
+def test_the_demo_sits_beside_an_inventory(tmp_path: Path) -> None:
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text("hosts:\n  gpu01: {address: 127.0.0.2}\n")
+    assert names(HostSelection(demo=True, inventory=inventory, limit=("gpu01", "sglang-glm5"))) == [
+        "sglang-glm5", "gpu01"]
 
 
 def test_the_shards_split_the_demo_and_cover_it_once() -> None:
-    first, second = (names(select_demo_nodes(shard=(i, 2))) for i in (1, 2))
-    assert sorted(first + second) == sorted(n.name for n in DEMO_NODES) and not set(first) & set(second)
+    stopped: list[str] = []
+    parts = []
+    for i in (1, 2):
+        with selected_hosts(HostSelection(demo=True, shard=(i, 2)), _sources(stopped)) as selected:  # type: ignore[arg-type]
+            parts.append([h.name for h in selected.hosts])
+    assert sorted(parts[0] + parts[1]) == sorted(n.name for n in DEMO_NODES) and not set(parts[0]) & set(parts[1])
+    assert len(stopped) == 2  # each run stopped the cluster it started
 
 
-@pytest.mark.parametrize(("targets", "limit", "message"), [
-    (("gpu01",), (), "gpu01: not a demo host (the demo's hosts: infer-h200-02,sglang-glm5,spare-h200-03,"
-                     "train-h200-[01,04-05])"),
-    ((), ("rack1",), "--limit 'rack1': no group or host named rack1 (the demo's hosts: infer-h200-02,sglang-glm5,"
-                     "spare-h200-03,train-h200-[01,04-05])"),
-])
-def test_a_name_the_demo_lacks_is_one_line(targets: tuple[str, ...], limit: tuple[str, ...], message: str) -> None:
-    with pytest.raises(DemoSelectionError) as excinfo:
-        select_demo_nodes(targets, limit)
-    assert str(excinfo.value) == message
+def test_a_name_the_run_lacks_is_one_line_and_what_was_started_stops() -> None:
+    stopped: list[str] = []
+    with pytest.raises(InventoryError) as excinfo:
+        names(HostSelection(demo=True, limit=("rack1",)), stopped)
+    assert str(excinfo.value) == "--limit 'rack1': no group or host named rack1"
+    assert stopped == [",".join(n.name for n in DEMO_NODES)]
 
 
-@pytest.mark.parametrize(("args", "named"), [
-    (("-i", "inventory.yaml"), "-i/--inventory cannot apply (leave it out)"),
-    (("--user", "ops", "--ssh-config", "/dev/null"), "--user, --ssh-config cannot apply (leave them out)"),
-    (("--local",), "--local cannot apply"),
-    (("--slurm-partition", "gpu"), "--slurm-* cannot apply"),
-])
-def test_options_that_cannot_apply_are_refused_in_one_line(args: tuple[str, ...], named: str) -> None:
-    done = invoke("sweep", "--demo", *args)
-    assert done.exit_code == 3
-    assert done.stderr.startswith("gpudiag: --demo has its own hosts: ") and named in done.stderr
-    assert done.stderr.count("\n") == 1 and done.stdout == ""
+def test_no_demo_no_cluster() -> None:
+    stopped: list[str] = []
+    assert names(HostSelection(targets=("gpu01",)), stopped) == ["gpu01"] and stopped == []
+    assert isinstance(SOURCES[1], InventoryFile) and isinstance(SOURCES[2], CommandLineTargets)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag_node import probe
+from gpudiag_node import rows
+from gpudiag_node import smi as probe
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -21,7 +22,7 @@ def no_libcuda(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_driver_branch_gives_what_libcuda_gave_on_the_real_h200(no_libcuda: None) -> None:
     recorded = json.loads((DATA / "h200_580.159_spin" / "probe.json").read_text())
-    driver = next(row["driver_version"] for row in probe._rows_read(recorded))
+    driver = next(row["driver_version"] for row in rows.rows_read(recorded))
 
     assert driver == "580.159.04"
     assert probe.cuda_version("/nonexistent/nvidia-smi", driver, 5.0) == (recorded["cuda_version"], "driver branch")

@@ -17,7 +17,7 @@ import pytest
 
 from gpudiag.model import GpuReading, GpuSample
 from gpudiag_node import readings
-from gpudiag_node.probe import known_fields
+from gpudiag_node.smi import known_fields
 
 HELP = (Path(__file__).resolve().parents[2] / "data" / "h200_580.159_fields" / "help-query-gpu.txt").read_text()
 # Spellings the H200's driver 580 does not list because they are the OLD names (the fallbacks of old drivers).

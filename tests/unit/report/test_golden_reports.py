@@ -24,9 +24,13 @@ from gpudiag.model import (
     CheckSettings,
     GpuReading,
     GpuSample,
+    GroupNote,
     HostReport,
     HostStatus,
+    JobGpu,
+    JobView,
     NodeReadings,
+    Severity,
     SweepReport,
     UnreachableReason,
 )
@@ -71,7 +75,8 @@ def _host(name: str, gpus: tuple[GpuReading, ...]) -> HostReport:
 
 def golden_report() -> SweepReport:
     """Three hosts: an H100 node with one GPU busy at low power (energy counter, a power cap active), an RTX
-    PRO node whose power limit was lowered and whose PCIe link runs narrow, and one that refused SSH."""
+    PRO node whose power limit was lowered and whose PCIe link runs narrow, and one that refused SSH; two jobs
+    (one waiting on the host that refused, one quiet) and a group's note."""
     starved = _h100(1, utilization_pct=100.0, memory_utilization_pct=12.0, power_w=201.0, power_instant_w=199.5,
                     energy_power_w=None, sm_clock_mhz=1755.0, clock_event_reasons_mask=0x4,
                     samples=_samples(200.5, reasons=0x4))
@@ -82,8 +87,21 @@ def golden_report() -> SweepReport:
                      utilization_pct=97.0, memory_utilization_pct=30.0, power_w=433.3, sm_clock_mhz=2400.0,
                      temperature_c=70.0, pstate="P0", pcie_gen=5, pcie_width=8)
     down = "could not connect: connection refused"
+    waiting = JobGpu(host="gpu-a01", gpu=1, state="waiting", utilization_pct=100.0, power_pct_of_limit=28.6,
+                     sm_clock_mhz=1755.0)
+    job = JobView(job="job 81723", user="alice", hosts=("gpu-a01", "gpu-c01"),
+                  gpus=(waiting, JobGpu(host="gpu-c01", gpu=None, state="unanswered")), utilization_pct=100.0,
+                  power_pct_of_limit=28.6, verdict="waits on gpu-c01", code="JOB_WAITS_ON", severity=Severity.WARNING,
+                  allocated_gpus=2, started_at="2026-01-02T01:00:00")
+    quiet = JobView(job="docker 3f2a9c1b0e4d", user=None, hosts=("gpu-b01",),
+                    gpus=(JobGpu(host="gpu-b01", gpu=0, state="computing", utilization_pct=97.0,
+                                 power_pct_of_limit=96.3),), utilization_pct=97.0, power_pct_of_limit=96.3)
+    note = GroupNote(group="rack7", kind="versions split", hosts=4,
+                     summary="rack7: no version has a clear majority - driver on its 8x NVIDIA H100 80GB HBM3 hosts: "
+                             "580.159.04 on gpu-a[01-02], 570.133.20 on gpu-a[03-04]; settle it on one, or say what "
+                             "it should run (--expect)")
     return SweepReport(
-        started_at="2026-01-02T03:04:05+00:00", duration_s=2.5, settings=SETTINGS,
+        started_at="2026-01-02T03:04:05+00:00", duration_s=2.5, settings=SETTINGS, jobs=(job, quiet), notes=(note,),
         hosts=(_host("gpu-a01", (_h100(0), starved)),
                _host("gpu-b01", (rtx,)),
                HostReport(host="gpu-c01", address="10.0.0.9", status=HostStatus.UNREACHABLE, error=down,

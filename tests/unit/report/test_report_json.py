@@ -1,4 +1,4 @@
-"""The JSON report: schema gpudiag.sweep/3, derived values, the summary block, and the round trip."""
+"""The JSON report: schema gpudiag.sweep/4, derived values, the summary block, and the round trip."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from gpudiag.model import (
     LogStatus,
     NodeContext,
     NodeReadings,
+    PowerSource,
     ServerFacts,
     Severity,
     SmiStatus,
@@ -104,7 +105,8 @@ def test_without_samples_detail_the_combined_readings_stay_and_the_samples_go():
     doc = json.loads(render_json(report))
     busy = doc["hosts"][1]["gpus"][1]
 
-    assert "samples" not in busy and busy["power_w"] == 90.0 and doc["hosts"][1]["node"]["sample_count"] == 5
+    assert "samples" not in busy and busy["power"]["readings"]["power_draw"] == 90.0
+    assert doc["hosts"][1]["node"]["sample_count"] == 5
     back = from_document(doc)
     assert back.hosts[1].gpus[1] == dataclasses.replace(report.hosts[1].gpus[1], samples=())
 
@@ -112,8 +114,8 @@ def test_without_samples_detail_the_combined_readings_stay_and_the_samples_go():
 def test_top_level_keys_in_schema_order():
     doc = to_document(_report())
 
-    assert list(doc) == ["schema", "started_at", "duration_s", "settings", "hosts", "summary"]
-    assert doc["schema"] == SWEEP_SCHEMA == "gpudiag.sweep/3"
+    assert list(doc) == ["schema", "started_at", "duration_s", "settings", "hosts", "jobs", "notes", "summary"]
+    assert doc["schema"] == SWEEP_SCHEMA == "gpudiag.sweep/4"
 
 
 def test_host_node_gpu_sample_finding_keys():
@@ -132,7 +134,9 @@ def test_host_node_gpu_sample_finding_keys():
     assert list(host["node"]["logs"][0]["facts"][0]) == names(ServerFacts)
     assert list(host["node"]["context"]) == names(NodeContext) + ["interconnect", "is_vm"]
     assert list(host["node"]["context"]["links"][0]) == names(GpuLink) + ["kind"]
-    assert list(host["gpus"][0]) == names(GpuReading, skip={"samples"}) + [
+    # The raw power readings are not the GPU's keys: they are in its one power object, by source.
+    raw_power = {"power_w", "power_instant_w", "energy_power_w"}
+    assert list(host["gpus"][0]) == names(GpuReading, skip={"samples"} | raw_power) + [
         "power", "clock_event_reasons"]
     detailed = to_document(_report(), samples_detail=True)["hosts"][1]["gpus"][1]
     assert list(detailed)[-3:] == ["samples", "power", "clock_event_reasons"]
@@ -151,7 +155,9 @@ def test_every_model_field_is_written():
     assert {f.name for f in fields(ServerFacts)} <= set(scan["facts"][0])
     assert {f.name for f in fields(NodeContext)} <= set(host["node"]["context"])
     assert {f.name for f in fields(GpuLink)} <= set(host["node"]["context"]["links"][0])
-    assert {f.name for f in fields(GpuReading)} - {"samples"} <= set(host["gpus"][1])
+    raw_power = {"power_w": "power_draw", "power_instant_w": "power_draw_instant", "energy_power_w": "energy_counter"}
+    assert {f.name for f in fields(GpuReading)} - {"samples"} - set(raw_power) <= set(host["gpus"][1])
+    assert set(host["gpus"][1]["power"]["readings"]) == set(raw_power.values()) == {s.value for s in PowerSource}
     detailed = to_document(_report(), samples_detail=True)["hosts"][1]
     assert [set(s) for s in detailed["gpus"][1]["samples"]] == [{f.name for f in fields(GpuSample)}] * 2
 
@@ -163,7 +169,9 @@ def test_values_are_written_as_json_values():
 
     assert busy["clock_event_reasons"] == ["sw_power_cap", "hw_slowdown"]
     assert busy["clock_event_reasons_mask"] == 0x4 | 0x8
-    assert busy["power"] == {"watts": 90.0, "source": "power_draw", "pct_of_limit": 12.9}
+    assert busy["power"] == {"watts": 90.0, "source": "power_draw", "pct_of_limit": 12.9,
+                             "readings": {"energy_counter": None, "power_draw": 90.0, "power_draw_instant": None}}
+    assert not {"power_w", "power_instant_w", "energy_power_w"} & set(busy)  # one power figure, no raw beside it
     assert doc["hosts"][1]["findings"][0]["severity"] == "critical"
     assert doc["hosts"][1]["findings"][0]["evidence"]["samples_w"] == [88.0, 92.0]
     assert partial["status"] == "partial"
@@ -246,7 +254,7 @@ def test_non_finite_numbers_are_written_as_null():
 
     text = render_json(report)  # allow_nan=False: this raises if a NaN got through
 
-    assert json.loads(text)["hosts"][0]["gpus"][0]["power_w"] is None
+    assert json.loads(text)["hosts"][0]["gpus"][0]["power"]["readings"]["power_draw"] is None
     assert json.loads(text)["hosts"][0]["gpus"][0]["temperature_c"] is None
 
 
@@ -254,15 +262,15 @@ def test_render_json_is_indented_and_stable():
     report = _report()
 
     assert render_json(report) == render_json(report)
-    assert render_json(report).startswith('{\n  "schema": "gpudiag.sweep/3",\n  "started_at"')
+    assert render_json(report).startswith('{\n  "schema": "gpudiag.sweep/4",\n  "started_at"')
 
 
-@pytest.mark.parametrize("schema", ["gpudiag.sweep/4", "gpudiag.probe/1", None])
+@pytest.mark.parametrize("schema", ["gpudiag.sweep/5", "gpudiag.probe/1", None])
 def test_from_document_refuses_another_schema(schema):
     doc = to_document(_report())
     doc["schema"] = schema
 
-    with pytest.raises(ValueError, match="not a gpudiag.sweep/3 document") as info:
+    with pytest.raises(ValueError, match="not a gpudiag.sweep/4 document") as info:
         from_document(doc)
     assert "\n" not in str(info.value)
 
@@ -281,7 +289,7 @@ def test_from_document_refuses_a_malformed_document_in_one_line(damage, message)
     doc = json.loads(render_json(_report()))
     damage(doc)
 
-    with pytest.raises(ValueError, match="malformed gpudiag.sweep/3 document") as info:
+    with pytest.raises(ValueError, match="malformed gpudiag.sweep/4 document") as info:
         from_document(doc)
     assert message in str(info.value)
     assert "\n" not in str(info.value)
@@ -293,6 +301,21 @@ def test_from_document_ignores_derived_values():
     doc["summary"] = {"exit_code": 0}
 
     assert from_document(doc) == _report()
+
+
+def test_a_schema_3_document_is_read_as_schema_4():
+    """Shards written by gpudiag.sweep/3 still merge: their GPUs carry the raw power readings as their own keys
+    (power_w, power_instant_w, energy_power_w) and the power object without them."""
+    report = _report()
+    doc = to_document(report, samples_detail=True)
+    doc["schema"] = "gpudiag.sweep/4"
+    for host in doc["hosts"]:
+        for g in host["gpus"]:
+            raw = (g["power"] or {}).pop("readings", {})
+            g.update(power_w=raw.get("power_draw"), power_instant_w=raw.get("power_draw_instant"),
+                     energy_power_w=raw.get("energy_counter"))
+
+    assert from_document(doc) == report
 
 
 def test_a_schema_2_document_is_read_as_schema_3():

@@ -232,10 +232,11 @@ def test_one_power_figure_in_the_table_the_json_and_the_finding():
     assert (found.code, found.evidence["watts"], found.evidence["pct_of_limit"]) == (
         "BUSY_LOW_POWER", 330.0, 55.0)
     assert "330 W of its 600 W enforced limit (55%)" in found.summary
-    assert found.evidence["power_source"] == "average over the window from NVML's total-energy counter"
+    assert found.evidence["power_source"] == "energy_counter"
     (written,) = to_document(report)["hosts"][0]["gpus"]
-    assert written["power"] == {"watts": 330.0, "source": "energy_counter", "pct_of_limit": 55.0}
-    assert "power_pct_of_limit" not in written
+    assert written["power"] == {"watts": 330.0, "source": "energy_counter", "pct_of_limit": 55.0, "readings": {
+        "energy_counter": 330.0, "power_draw": 500.0, "power_draw_instant": None}}  # the raw ones, named as such
+    assert not {"power_pct_of_limit", "power_w", "energy_power_w"} & set(written)  # the one figure, once
     text = render_table(report, width=160)
     assert "330/600 W (55%)" in text and "83%" not in text
     assert "  power     shown as energy-counter average (1 GPU)" in text.splitlines()
@@ -344,7 +345,7 @@ def test_render_dispatches_on_format(fmt):
     text = render(_basic_report(), fmt, ReportView(width=120, color=False))
 
     if OutputFormat(fmt) is OutputFormat.JSON:
-        assert text.startswith('{\n  "schema": "gpudiag.sweep/3"')
+        assert text.startswith('{\n  "schema": "gpudiag.sweep/4"')
     else:
         assert text == render_table(_basic_report(), width=120)
 

@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from gpudiag.model import Host
+from gpudiag.sources.demo import DemoCluster
 from gpudiag.sources.selection import (
     SOURCES,
     CommandLineTargets,
@@ -20,8 +21,8 @@ from gpudiag.sources.selection import (
 
 
 def test_the_sources_are_asked_in_their_order() -> None:
-    assert [type(s) for s in SOURCES] == [InventoryFile, CommandLineTargets, ThisMachine, SlurmNodes]
-    assert [s.narrows for s in SOURCES] == [False, False, False, True]
+    assert [type(s) for s in SOURCES] == [DemoCluster, InventoryFile, CommandLineTargets, ThisMachine, SlurmNodes]
+    assert [s.narrows for s in SOURCES] == [False, False, False, False, True]
 
 
 def test_inventory_then_targets_then_this_machine(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@ files the same way, with one line naming the file and the line, before anything 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -38,12 +37,11 @@ BOMB_MESSAGE = "YAML error: its aliases expand to more than 1,000,000 values (an
 def test_alias_bomb_is_refused_the_same_way_by_inventories_and_packs(tmp_path: Path) -> None:
     # Before this reader, `gpudiag inventory` walked the bomb (minutes) while `sweep` stopped at the unknown key,
     # and a pack's references were expanded by both.
-    started = time.monotonic()
+    # The refusal at the limit (the line named below) is what bounds the work; bench/hostile_inputs.py times it.
     with pytest.raises(InventoryError) as inventory_error:
         load_inventory(_inventory(tmp_path, BOMB))
     with pytest.raises(PackError) as pack_error:
         load_pack(_pack(tmp_path, BOMB))
-    assert time.monotonic() - started < 10
     # Level 6 (2.4 million values) is the first past the limit: its line is named.
     assert str(inventory_error.value) == f"{tmp_path / 'inventory.yaml'}:11: {BOMB_MESSAGE}"
     assert str(pack_error.value) == f"{tmp_path / 'site.yaml'}:9: {BOMB_MESSAGE}"

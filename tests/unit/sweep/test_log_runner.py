@@ -40,7 +40,7 @@ def test_one_command_per_distinct_log_configuration() -> None:
     assert commands["a"] is commands["b"] and commands["c"] is commands["d"]
     assert len({id(c) for c in commands.values()}) == 3
     assert [s["path"] for s in _config(commands["a"])["logs"]] == ["~/glm5.log"]  # type: ignore[index]
-    assert "logs" not in _config(commands["c"]) and _config(commands["c"])["context"] is True
+    assert _config(commands["c"])["logs"] is None and _config(commands["c"])["context"] is True
 
 
 def test_log_paths_and_patterns_never_reach_the_command_line() -> None:

@@ -18,7 +18,7 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "h200_580.159_fields"
 LINE = (DATA / "query-gpu.csv").read_text().strip()
 
 def probe_output(power_w: float = 79.32, util: int = 0) -> bytes:
-    from gpudiag_node.probe import choose_fields, known_fields
+    from gpudiag_node.smi import choose_fields, known_fields
 
     fields = [[a, b] for a, b in choose_fields(known_fields((DATA / "help-query-gpu.txt").read_text()))]
     line = LINE.replace(", 79.32,", f", {power_w},").replace(", 143771, 0, 0,", f", 143771, {util}, 10,")

@@ -16,7 +16,7 @@ from gpudiag.model import Host, HostStatus
 from gpudiag.sweep.runner import cancelled_report
 from gpudiag.sweep.shard import select_shard
 from gpudiag.sweep.workers import WorkersError, in_order, parse_workers, resolve_workers, shards, share
-from gpudiag.transport.build import SshRequest
+from gpudiag.transport.build import SshRequest, pacing, shared_by
 from gpudiag.transport.pacing import DEFAULT_MAX_HANDSHAKES, Pacer, Pacing, PacingError, parse_rate
 
 HOSTS = tuple(Host(name=f"gpu{i:03d}") for i in range(1, 201))
@@ -134,7 +134,7 @@ def test_the_sweep_bounds_its_handshakes_in_all_and_workers_share_the_bound() ->
     assert asyncio.run(_most_at_once(Pacing(), gates))["*"] == DEFAULT_MAX_HANDSHAKES
     half = Pacing().shared_by(2)
     assert 2 * asyncio.run(_most_at_once(half, gates[::2]))["*"] == DEFAULT_MAX_HANDSHAKES
-    assert SshRequest().shared_by(2).pacing() == half  # what the workers are sent carries it
+    assert pacing(shared_by(SshRequest(), 2)) == half  # what the workers are sent carries it
 
 
 def test_a_rate_spaces_the_starts() -> None:
@@ -153,8 +153,8 @@ def test_a_rate_spaces_the_starts() -> None:
 
 @pytest.mark.parametrize(("args", "message"), [
     (("sweep", "127.0.0.1", "--workers", "many"), "gpudiag: --workers many: expected a number from 1 to 64, or auto\n"),
-    (("sweep", "--demo", "--workers", "2"),
-     "gpudiag: --workers: the demo cluster runs inside this one process; drop --workers or --demo\n"),
+    # the demo is hosts like any others: a bad value is said before its cluster starts
+    (("sweep", "--demo", "--workers", "0"), "gpudiag: --workers 0: expected a number from 1 to 64, or auto\n"),
     (("sweep", "127.0.0.1", "--connect-rate", "fast"),
      "gpudiag: --connect-rate fast: expected new connections a second, e.g. 50/s (or 3000/min)\n"),
     (("grep", "127.0.0.1", "-s", "xid", "--workers", "0"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from gpudiag.cli.common import configuration_errors, fail, prepare_hosts, run_async
+from gpudiag.cli.common import configuration_errors, fail, prepared_hosts, say
 from gpudiag.cli.options import command
 from gpudiag.cli.params import Given
 
@@ -15,11 +15,14 @@ EVERY = typer.Option(30.0, "--every", min=0.0, metavar="S", help="Seconds from o
 @command("exporter")
 def exporter(listen: str = LISTEN, every: float = EVERY, *, given: Given) -> None:
     """Keep one connection per host and serve /metrics for the fleet (Prometheus), each scrape from the last refresh."""
-    from gpudiag.audit.exporter import ExporterError, parse_listen, run_exporter
-    from gpudiag.cli import build
-    from gpudiag.transport.build import open_transport
+    import contextlib
 
-    errors: tuple[type[Exception], ...] = (ExporterError, *configuration_errors())
+    from gpudiag.audit.exporter import ExporterError, parse_listen
+    from gpudiag.cli import build
+    from gpudiag.model.request import SweepOptions
+    from gpudiag.run.execute import export
+
+    running = contextlib.ExitStack()  # the run's hosts (and what their sources started), until the exporter ends
     try:
         parse_listen(listen)
         try:
@@ -27,23 +30,18 @@ def exporter(listen: str = LISTEN, every: float = EVERY, *, given: Given) -> Non
         except ImportError:
             raise ExporterError("gpudiag exporter needs prometheus_client: pip install 'gpudiag[exporter]'") from None
         # stream: as for watch, one collector per host stays on its kept connection and answers every refresh.
-        request = build.request(given, sweep=build.sweep_options(given, stream=True))
-        prepared, demo_plan = prepare_hosts(request, "no hosts to export: give targets, -i INVENTORY or --demo")
-    except errors as exc:
+        request = build.request(given, {SweepOptions: {"stream": True}})
+        prepared = running.enter_context(prepared_hosts(request, "no hosts to export: give targets, -i INVENTORY "
+                                                                 "or --demo"))
+    except (ExporterError,) + configuration_errors() as exc:  # read as it propagates: what was imported by then
+        running.close()
         raise fail(str(exc)) from None
     def announce(line: str) -> None:  # on stderr: stdout stays empty for whoever reads it
         typer.echo(line, err=True)
 
     try:
-        if demo_plan is not None:
-            from gpudiag.demo.demo import export_demo
-
-            options, planner, nodes = demo_plan
-            run_async(export_demo(options, listen=listen, every_s=every, planner=planner, nodes=nodes,
-                                  connect_timeout_s=request.ssh.connect_timeout_s, announce=announce))
-        elif prepared is not None:
-            run_async(run_exporter(prepared.hosts, open_transport(prepared.ssh), prepared.options,
-                                   plans=prepared.plans, listen=listen, every_s=every, announce=announce))
+        with running:
+            export(prepared, listen=listen, every_s=every, announce=announce, say=say)
     except ExporterError as exc:  # the address cannot be listened on
         raise fail(str(exc)) from None
     except KeyboardInterrupt:

@@ -17,13 +17,14 @@ def inventory(*, given: Given) -> None:
     import json
 
     from gpudiag.cli import build
+    from gpudiag.model.request import HostSelection
     from gpudiag.sources.inventory import InventoryError, describe
 
     try:
-        selected = selected_hosts(build.hosts(given))
+        with selected_hosts(build.value(given, HostSelection)) as selected:
+            rows = describe(selected.hosts)
     except (InventoryError, ValueError) as exc:
         raise fail(str(exc)) from None
-    rows = describe(selected.hosts)
     if wants_json(given["fmt"], given["deprecated_json"]):
         typer.echo(json.dumps({"schema": INVENTORY_SCHEMA, "hosts": rows}, indent=2))
         return

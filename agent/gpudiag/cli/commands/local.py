@@ -16,13 +16,13 @@ COULD_NOT_READ = 2  # as a host that did not answer, and grep's "a host or log c
 def local(*, given: Given) -> None:
     """Read this machine's GPUs (no SSH) and logs, through the same checks and report."""
     from gpudiag.cli import build
-    from gpudiag.cli.request import HostSelection
     from gpudiag.model import SmiStatus
+    from gpudiag.model.request import HostSelection, OutputRequest, SweepOptions
 
     # The inventory's check settings do not apply here: there is no inventory (and so no SSH either).
     try:
-        request = build.request(given, sweep=build.sweep_options(given, concurrency=1), hosts=HostSelection(local=True),
-                                output=build.output(given, progress=False))
+        request = build.request(given, {SweepOptions: {"concurrency": 1}, HostSelection: {"local": True},
+                                        OutputRequest: {"progress": False}})
         report = sweep_report(request)
     except configuration_errors() as exc:
         raise fail(str(exc)) from None

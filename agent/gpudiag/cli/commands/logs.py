@@ -43,15 +43,17 @@ def grep(signature: str = SIGNATURE, lines: int = LINES, *, given: Given) -> Non
 
     Exit 0 when a line matched somewhere, 1 when none did, 2 when a host or a log could not be read."""
     from gpudiag.cli import build
+    from gpudiag.model.request import LogOptions, OutputRequest, SweepOptions, SweepRequest
     from gpudiag.report.logs_report import grep_document, grep_exit_code, render_grep
 
     # A log search reads no GPU (and so no topology); the inventory's GPU thresholds do not apply.
     as_json = wants_json(given["fmt"], given["deprecated_json"])
     try:
-        sweep = build.sweep_options(given, samples=1, interval_s=0.0, gpus=False, context=False,
-                                    logs=build.logs(given, only_signature=signature, keep=lines))
-        request = build.request(given, sweep=sweep, fmt=OutputFormat.JSON if as_json else OutputFormat.TABLE,
-                                inventory_settings=False)
+        request = build.request(given, {
+            SweepOptions: {"samples": 1, "interval_s": 0.0, "gpus": False, "context": False},
+            LogOptions: {"only_signature": signature, "keep": lines},
+            OutputRequest: {"format": OutputFormat.JSON if as_json else OutputFormat.TABLE},
+            SweepRequest: {"inventory_settings": False}})
         report = sweep_report(request, no_hosts="no hosts to search: give targets, -i INVENTORY, --local or --demo")
     except configuration_errors() as exc:
         raise fail(str(exc)) from None

@@ -19,6 +19,7 @@ def merge(reports: list[Path] = typer.Argument(..., help="JSON reports of gpudia
     import json
 
     from gpudiag.cli import build
+    from gpudiag.model.request import OutputRequest
     from gpudiag.report.json_report import from_document
     from gpudiag.sweep.shard import ShardError
     from gpudiag.sweep.shard import merge as merge_reports
@@ -34,5 +35,6 @@ def merge(reports: list[Path] = typer.Argument(..., help="JSON reports of gpudia
     except ShardError as exc:
         raise fail(str(exc)) from None
     if not (given["quiet"] and report.exit_code == 0):
-        typer.echo(render_report(report, build.output(given, progress=False), color=sys.stdout.isatty()))
+        typer.echo(render_report(report, build.request(given, {OutputRequest: {"progress": False}}).output,
+                                  color=sys.stdout.isatty()))
     raise typer.Exit(report.exit_code)

@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from gpudiag.cli.common import configuration_errors, fail, selected_hosts, sweep_report, sweep_selected
+from gpudiag.cli.common import configuration_errors, fail, sweep_hosts
 from gpudiag.cli.options import command
 from gpudiag.cli.params import Given
 from gpudiag.report import OutputFormat
 
 if TYPE_CHECKING:
-    from gpudiag.cli.request import SweepRequest
     from gpudiag.cli.slurm import Drained
     from gpudiag.model import SweepReport
+    from gpudiag.model.request import SweepRequest
 
 
 @command("sweep")
@@ -29,13 +29,9 @@ def sweep(*, given: Given) -> None:
         request = build.request(given)
         if request.audit is not None:
             check_history(request.audit)  # a history that cannot take the run: one line, before any connection
-        if request.hosts.slurm is not None and not request.demo:  # Slurm gives the hosts: its nodes' states are kept
-            selected = selected_hosts(request.hosts)
-            report = sweep_selected(request, selected)
-        else:
-            selected = None
-            report = sweep_report(request, no_hosts="no hosts to sweep: give targets, -i INVENTORY, --local, "
-                                                    "--slurm-* or --demo")
+        # Where Slurm gave the hosts, its nodes' states are kept with them (selected.slurm_nodes).
+        report, selected = sweep_hosts(request, no_hosts="no hosts to sweep: give targets, -i INVENTORY, --local, "
+                                                         "--slurm-* or --demo")
     except configuration_errors() as exc:
         raise fail(str(exc)) from None
     # Slurm's drain step first (never after SIGINT/SIGTERM: that report is partial), so that the history, the
@@ -43,7 +39,7 @@ def sweep(*, given: Given) -> None:
     # write, notify) prints the report (a stopped one exits 130/143).
     report = with_repeats(report, request)
     drained = None
-    if selected is not None and selected.slurm_nodes is not None and report.stopped_by is None:
+    if selected.slurm_nodes is not None and report.stopped_by is None:
         report, drained = slurm.drain(report, request, selected.slurm_nodes)
     raise typer.Exit(finish(report, request, drained))
 
@@ -69,7 +65,8 @@ def with_repeats(report: SweepReport, request: SweepRequest) -> SweepReport:
 def finish(report: SweepReport, request: SweepRequest, drained: Drained | None = None) -> int:
     """The end of ``sweep``: record, compare and write the files as ``request.audit`` asks, print the report
     (with the Slurm step's block and lines when ``drained``), then notify; returns the exit code."""
-    from gpudiag.audit.scheduled import AuditOptions, deliver, prepare
+    from gpudiag.audit.scheduled import deliver, prepare
+    from gpudiag.model.request import AuditOptions
 
     output = request.output
     outcome = prepare(report, output, request.audit or AuditOptions(), color=sys.stdout.isatty(),

@@ -18,20 +18,22 @@ def undrain(*, given: Given) -> None:
     Sweeps the drained nodes whose reason starts with "gpudiag:"; a node drained by someone else is never
     touched.
     """
+    import contextlib
     import dataclasses
 
     from gpudiag.audit.drain import plan_undrain
     from gpudiag.cli import build
-    from gpudiag.cli.request import SelectedHosts
     from gpudiag.cli.slurm import apply, now, slurm_document
     from gpudiag.model import SweepReport
+    from gpudiag.model.request import SlurmSelection, SweepRequest
     from gpudiag.sources.inventory import select
-    from gpudiag.sources.slurm import SlurmError, SlurmSelection, hosts_for, select_nodes, split_list
+    from gpudiag.sources.selected import SelectedHosts
+    from gpudiag.sources.slurm import SlurmError, hosts_for, select_nodes, split_list
 
     drain_on, dry_run = given["drain_on"], given["dry_run"]
     try:
         # The hosts come from Slurm below; an inventory (-i) gives their settings, as it does for sweep.
-        request = build.request(given, drain_on=None)
+        request = build.request(given, {SweepRequest: {"drain_on": None}})
         selection = request.hosts
         try:
             drained = select_nodes(SlurmSelection(partitions=split_list(given["slurm_partition"]),
@@ -42,12 +44,13 @@ def undrain(*, given: Given) -> None:
         ours = [n for n in nodes.values() if n.drained_by_gpudiag]
         report = SweepReport(started_at="", duration_s=0.0, hosts=())
         if ours:
-            known = selected_hosts(selection) if selection.inventory is not None else SelectedHosts(hosts=())
-            hosts = list(select(hosts_for(ours, known.hosts, user=selection.user, port=selection.port,
-                                     identity_file=selection.identity_file), selection.limit, selection.exclude))
-            if selection.jump is not None:  # checked by selected_hosts when an inventory is given
-                hosts = [dataclasses.replace(h, jump=selection.jump) for h in hosts]
-            report = sweep_selected(request, SelectedHosts(hosts=tuple(hosts), settings=known.settings))
+            with (selected_hosts(selection) if selection.inventory is not None
+                  else contextlib.nullcontext(SelectedHosts(hosts=()))) as known:
+                hosts = list(select(hosts_for(ours, known.hosts, user=selection.user, port=selection.port,
+                                         identity_file=selection.identity_file), selection.limit, selection.exclude))
+                if selection.jump is not None:  # checked by selected_hosts when an inventory is given
+                    hosts = [dataclasses.replace(h, jump=selection.jump) for h in hosts]
+                report = sweep_selected(request, SelectedHosts(hosts=tuple(hosts), settings=known.settings))
         actions = plan_undrain(report, nodes, drain_on)
         if not dry_run and any(a.argv for a in actions):
             nodes = {**nodes, **now(actions)}  # read again: someone may have re-drained a node with their reason

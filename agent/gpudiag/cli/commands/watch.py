@@ -9,11 +9,10 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from gpudiag.cli.common import configuration_errors, fail, prepare_hosts, render_report, run_async, terminal_width
+from gpudiag.cli.common import configuration_errors, fail, prepared_hosts, render_report, say, terminal_width
 from gpudiag.cli.options import command
 from gpudiag.cli.params import Given
 from gpudiag.model.choices import TextFormat
-from gpudiag.report import OutputFormat
 
 if TYPE_CHECKING:
     from gpudiag.model import SweepReport
@@ -30,18 +29,19 @@ def watch(every: float = EVERY, count: int = COUNT, plain: bool = PLAIN, *, give
     """Keep one connection per host and refresh a live view: bars, findings as they appear and clear."""
     from gpudiag.cli import build
     from gpudiag.cli.live import LiveScreen, render_watch
-    from gpudiag.sweep.watch import watch as run_watch
-    from gpudiag.transport.build import open_transport
+    from gpudiag.model.request import SweepOptions
+    from gpudiag.run.execute import watch as keep_watching
 
     fmt = given["fmt"]
+    running = contextlib.ExitStack()  # the run's hosts (and what their sources started), until the watch ends
     # stream: one collector per host stays on its kept connection and answers every refresh; three missed
     # refreshes and it leaves.
     try:
-        request = build.request(given, sweep=build.sweep_options(given, stream=True,
-                                                                 idle_s=3 * every + given["timeout"]),
-                                fmt=OutputFormat(fmt.value))
-        prepared, demo_plan = prepare_hosts(request, "no hosts to watch: give targets, -i INVENTORY or --demo")
+        request = build.request(given, {SweepOptions: {"stream": True, "idle_s": 3 * every + given["timeout"]}})
+        prepared = running.enter_context(prepared_hosts(request, "no hosts to watch: give targets, -i INVENTORY "
+                                                                 "or --demo"))
     except configuration_errors() as exc:
+        running.close()
         raise fail(str(exc)) from None
     live = sys.stdout.isatty() and not plain and fmt is TextFormat.TABLE
     screen = LiveScreen() if live else None
@@ -59,16 +59,8 @@ def watch(every: float = EVERY, count: int = COUNT, plain: bool = PLAIN, *, give
             typer.echo(text)
 
     try:
-        with screen if screen is not None else contextlib.nullcontext():
-            if demo_plan is not None:
-                from gpudiag.demo.demo import watch_demo
-
-                options, planner, nodes = demo_plan
-                last = run_async(watch_demo(options, every_s=every, count=count, on_refresh=show, planner=planner,
-                                            connect_timeout_s=request.ssh.connect_timeout_s, nodes=nodes))
-            elif prepared is not None:
-                last = run_async(run_watch(prepared.hosts, open_transport(prepared.ssh), prepared.options,
-                                           plans=prepared.plans, every_s=every, count=count, on_refresh=show))
+        with running, screen if screen is not None else contextlib.nullcontext():
+            last = keep_watching(prepared, every_s=every, count=count, on_refresh=show, say=say)
     except KeyboardInterrupt:
         typer.echo("gpudiag: watch stopped", err=True)
         raise typer.Exit(130) from None
