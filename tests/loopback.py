@@ -337,12 +337,15 @@ def _end_hung_stubs(state_dir: Path, stub_paths: tuple[Path, ...]) -> None:
 def running_cluster(work: Path, *, extra_healthy: int = EXTRA_HEALTHY_HOSTS,
                     scenarios: Mapping[str, str] = SCENARIO_ADDRESSES, call_ms: float = 0.0,
                     max_startups: str = "1000",
-                    extra_scenarios: Mapping[str, Mapping[str, object]] | None = None) -> Iterator[SshdCluster]:
+                    extra_scenarios: Mapping[str, Mapping[str, object]] | None = None,
+                    env: Mapping[str, str] | None = None) -> Iterator[SshdCluster]:
     """Start the cluster in the empty folder ``work``; stop it (and any hung stub) on exit. ``call_ms``:
     how long each nvidia-smi call lasts at least (``GPUDIAG_FAKE_CALL_MS``; 0, the default: no delay).
     ``max_startups``: each sshd's ``MaxStartups`` (the default lets a benchmark's fan-out through; the pacing
     test sets a low one, as a bastion might have). ``extra_scenarios``: the test's own scenarios (name -> JSON);
-    their ``processes`` are real processes of this machine, read from the real ``/proc``."""
+    their ``processes`` are real processes of this machine, read from the real ``/proc``. ``env``: address ->
+    more of its node's environment, "NAME=value NAME2=value2" (the --active tests give a node a stand-in
+    libcuda.so.1 through LD_LIBRARY_PATH)."""
     sshd = shutil.which("sshd") or next((p for p in ("/usr/sbin/sshd", "/usr/local/sbin/sshd")
                                          if os.access(p, os.X_OK)), None)
     missing = [name for name, path in (("sshd", sshd), ("ssh-keygen", shutil.which("ssh-keygen")),
@@ -383,6 +386,7 @@ def running_cluster(work: Path, *, extra_healthy: int = EXTRA_HEALTHY_HOSTS,
                  if s == NO_NVIDIA_SMI})
     envs.update({a: _node_env(str(node / "no_python"), home, call_ms) for a, s in scenarios.items()
                  if s == NO_PYTHON})
+    envs.update({a: f"{envs[a]} {extra}" for a, extra in (env or {}).items()})
 
     probe = _sshd_config(work, 0, 2222, addresses[:1], envs, keys, penalties=True)
     check = subprocess.run([sshd, "-t", "-f", str(probe)], capture_output=True, text=True)

@@ -194,6 +194,9 @@ def collect_round(config, kept):
     if logs is not None:
         _logfork().finish_logs(doc, config["logs"], logs)
     _discover_logs(doc, config, started)
+    if config["active"]:  # issue 31: the test of the idle GPUs, last (it needs the window's verdict)
+        from . import active
+        doc["active"] = active.run(config["active"], doc, rows_read(doc), started)
     if proc.HUNG:  # each call that outlived its bound and was killed: which one, after how long
         doc["hung"] = list(proc.HUNG)
     if isinstance(doc.get("context"), dict):

@@ -53,6 +53,8 @@ CONFIG = (
         least=1.0, setting="deadline_s"),
     Key("idle_s", "float", None, "a streaming collector asked nothing for this long leaves (None: 3 round "
         "deadlines and a minute)", least=1.0, setting="idle_s"),
+    Key("active", "dict", None, "the active test of the idle GPUs (active.py): {budget_s, deadline_s}, its budget "
+        "and the collector's deadline (None: not run)"),
 )
 BY_KEY = {key.name: key for key in CONFIG}
 
@@ -151,6 +153,9 @@ SECTIONS = (
             "NVSwitch systems: the fabric manager's state"),
     Section("nvlink_smi", "links", "parse_links:with_links", (200000, "characters"),
             "nvidia-smi nvlink's answers, where NVML did not read the links"),
+    Section("active", "active", "parse_active:parse_active", (64, "GPUs"),
+            "{budget_s, elapsed_s, error, gpus}: the active test of the idle GPUs (--active): each GPU's state, "
+            "figures or why not"),
     Section("stream", "stream", None, (1, "object"), "{round, pid}: a streaming collector's round"),
 )
 BY_SECTION = {section.name: section for section in SECTIONS}

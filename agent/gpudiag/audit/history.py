@@ -26,6 +26,7 @@ from typing import Any
 
 from gpudiag.audit.changes import compare
 from gpudiag.model import Action, GpuReading, Severity, SweepReport
+from gpudiag.model.active import ActiveGpu
 from gpudiag.model.changes import (
     NO_GPU,
     ChangeSet,
@@ -101,10 +102,13 @@ class RecordedRun:
     pruned_runs: int = 0
 
 
-def readings_json(gpu: GpuReading) -> str:
+def readings_json(gpu: GpuReading, active: ActiveGpu | None = None) -> str:
     """A GPU's combined readings as one JSON object: every model field but the raw samples, and its power
-    figure as the sweep document writes it (``power``: ``watts``, ``source``, ``pct_of_limit``, ``readings``)."""
+    figure as the sweep document writes it (``power``: ``watts``, ``source``, ``pct_of_limit``, ``readings``); with
+    ``active`` (``--active``), its result as ``active`` (``gpudiag history`` shows its figures per run)."""
     doc = encode(gpu, {GpuReading: (GPU_LEFT_OUT | {"samples"}, lambda g: {"power": power_document(g)})})
+    if active is not None:
+        doc["active"] = encode(active)
     return json.dumps(doc, allow_nan=False, separators=(",", ":"))
 
 
@@ -302,7 +306,8 @@ class History:
                        [(run_id, h.host, h.address, h.status.value, h.error, plain(h.duration_s))
                         for h in report.hosts])
         db.executemany("INSERT INTO gpus VALUES (?, ?, ?, ?, ?, ?)",
-                       [(run_id, h.host, keys[(h.host, g.index)], g.index, g.uuid, readings_json(g))
+                       [(run_id, h.host, keys[(h.host, g.index)], g.index, g.uuid,
+                         readings_json(g, h.readings.active.of(g.index) if h.readings and h.readings.active else None))
                         for h in report.hosts for g in h.gpus])
         state = {c.finding.fingerprint: c.state.value for c in changes.findings}
         db.executemany("INSERT INTO findings (run_id, fingerprint, host, gpu_key, gpu_index, code, severity, summary, "

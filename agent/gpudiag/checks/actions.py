@@ -133,6 +133,15 @@ ACTIONS: Mapping[str, Rule] = {
     "LOG_EXPECTED_ABSENT": Action.WATCH,
     "XID": _xid,
     "XID_STORM": _xid_storm,
+    # the active test (--active): a GPU that cannot keep up under load, or fails under it
+    "SLOW_COMPUTE": Action.DRAIN_AND_INSPECT,
+    "SLOW_MEMORY": Action.DRAIN_AND_INSPECT,
+    "SLOW_PCIE": Action.DRAIN_AND_INSPECT,
+    "ACTIVE_TEST_TIMEOUT": Action.RESET_GPU,
+    "ACTIVE_TEST_FAILED": Action.RESET_GPU,
+    "ACTIVE_TEST_ERRORS": Action.DRAIN_AND_INSPECT,
+    "CUDA_INIT_FAILED": Action.REBOOT_NODE,
+    "ACTIVE_TEST_NOT_RUN": Action.NONE,
 }
 
 

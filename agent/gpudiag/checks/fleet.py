@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from gpudiag.checks.actions import with_action
+from gpudiag.checks.active import slow_gpus
 from gpudiag.checks.jobs import with_job_view
 from gpudiag.checks.settings import CheckSettings
 from gpudiag.model import (
@@ -182,12 +183,15 @@ def with_fleet_findings(report: SweepReport, groups: Mapping[str, Sequence[str]]
                         expectations: Sequence[VersionExpectation] = (), expect_action: Action = Action.WATCH,
                         allocations: Sequence[JobAllocation] = (),
                         settings: CheckSettings | None = None) -> SweepReport:
-    """``report`` with the checks across hosts: each host's DRIVER_DRIFT after its own findings, the groups'
-    notes, and the job view (:func:`gpudiag.checks.jobs.with_job_view`: the jobs section and the job findings)."""
+    """``report`` with the checks across hosts: each host's DRIVER_DRIFT and the active test's SLOW_* after its own
+    findings, the groups' notes, and the job view (:func:`gpudiag.checks.jobs.with_job_view`: the jobs section and
+    the job findings)."""
     drift, notes = driver_drift(report, groups, expectations, expect_action)
-    if drift:
+    slow = slow_gpus(report)  # issue 31: each tested GPU against its model's published figures and peers
+    if drift or slow:
         report = dataclasses.replace(report, hosts=tuple(
-            dataclasses.replace(h, findings=(*h.findings, drift[h.host])) if h.host in drift else h
-            for h in report.hosts))
+            dataclasses.replace(h, findings=(*h.findings, *([drift[h.host]] if h.host in drift else ()),
+                                             *slow.get(h.host, ())))
+            if h.host in drift or h.host in slow else h for h in report.hosts))
     report = dataclasses.replace(report, notes=(*report.notes, *notes))
     return with_job_view(report, groups, allocations, settings or report.settings or CheckSettings())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpudiag.checks.active import active_test
 from gpudiag.checks.fabric import FABRIC_CHECKS
 from gpudiag.model import CheckSettings, Finding, HostStatus, NodeReadings, Severity, SmiStatus, UnreachableReason
 
@@ -104,4 +105,4 @@ def host_cancelled(host: str, error: str | None) -> tuple[Finding, ...]:
                     evidence={"status": HostStatus.CANCELLED.value}),)
 
 
-NODE_CHECKS = (nvidia_smi_health, mixed_architectures, probe_incomplete, *FABRIC_CHECKS)
+NODE_CHECKS = (nvidia_smi_health, mixed_architectures, probe_incomplete, *FABRIC_CHECKS, active_test)

@@ -239,6 +239,12 @@ CHECKS = _in(CHECKS_PANEL,
           extra={"metavar": "ACTION"},
           help="The action for a host off --expect (default watch; e.g. drain_and_inspect)."),
 )
+ACTIVE = Param(name="active", type=bool, fills=Setting(SweepOptions, "active"), decls=("--active",),
+               panel=CHECKS_PANEL,
+               help="Also load each idle GPU (no process, 0% busy, checked again just before) through the CUDA "
+                    "driver: fp32 FMA rate, memory copy and PCIe bandwidth, judged against the model's published "
+                    "figures and its peers. Costs ~4 s per node (at most 10, within --timeout) of full load on "
+                    "the idle GPUs; a GPU in use is never touched.")
 LOGS = _in(LOGS_PANEL,
     Param(name="log", type=list[str], fills=Setting(LogOptions, "paths"), decls=("--log",), extra={"metavar": "PATH"},
           help="Also scan this log (repeatable): a path (~ is the node's home) or @kernel (journalctl -k / dmesg: "
@@ -373,9 +379,9 @@ REACHING_HOSTS: tuple[Group, ...] = (HOSTS, SSH, FLEET)
 # The one table: what each command takes besides its own options (the order is the help's panel order).
 # tests/unit/cli/test_options.py reads it and checks every command's click options against it.
 TAKES: dict[str, tuple[Takes, ...]] = {
-    "sweep": (TARGETS, *REACHING_HOSTS, DEMO, LOCAL, SAMPLING, CHECKS, LOGS, FORMAT, QUIET, FOLD, PROGRESS,
+    "sweep": (TARGETS, *REACHING_HOSTS, DEMO, LOCAL, SAMPLING, CHECKS, ACTIVE, LOGS, FORMAT, QUIET, FOLD, PROGRESS,
               SAMPLES_DETAIL, OUTPUT, SAVE_RAW, AUDIT, SLURM, DRAIN, WORKERS, SHARD, VIA),
-    "local": (SAMPLING, TIMEOUT, CHECKS, LOGS, FORMAT, QUIET, FOLD, SAMPLES_DETAIL),
+    "local": (SAMPLING, TIMEOUT, CHECKS, ACTIVE, LOGS, FORMAT, QUIET, FOLD, SAMPLES_DETAIL),
     "inventory": (INVENTORY.but(type=Path, default=...), LIMIT, EXCLUDE, TEXT_FORMAT, JSON_ALIAS, FOLD),
     "watch": (TARGETS, *REACHING_HOSTS, DEMO, SAMPLING.but(samples=2), CHECKS,
               TEXT_FORMAT.but(help="table (the live view) or json: one gpudiag.sweep/4 document per refresh, one "

@@ -26,7 +26,7 @@ NODE_PACKAGE = "gpudiag_node"
 
 # The node-side modules the probe imports (``from . import proc``), each by its file's stem.
 NODE_MODULES = ("jsoncodec", "wire", "rows", "readings", "nvml", "links", "dcgm", "logscan", "logfork", "context",
-                "proc", "processes", "gpm", "nccl_ras", "smi", "stream", "probe")
+                "proc", "processes", "gpm", "nccl_ras", "smi", "stream", "active", "active_test", "probe")
 NVML_READER_FILES = ("nvml.py", "readings.py", "gpm.py", "links.py")
 
 _BOOTSTRAP = '''# gpudiag collector bundle: run as `python3 -`. Modules travel compressed and are imported on demand.
@@ -64,6 +64,10 @@ class _BundleImporter(object):
 
     def create_module(self, spec):
         return None
+
+    def get_source(self, name):  # importlib's InspectLoader: the active test runs its module's text (active.py)
+        blob = self.sources.get(name)
+        return zlib.decompress(binascii.a2b_base64(blob)).decode("utf-8") if blob else None
 
     def exec_module(self, module):
         name = module.__name__

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from gpudiag.collect.kinds import from_number, from_words
+from gpudiag.collect.parse_active import parse_active
 from gpudiag.collect.parse_links import with_links
 from gpudiag.collect.parse_logs import parse_context, parse_logs
 from gpudiag.collect.parse_nccl_ras import parse_nccl_ras
@@ -248,6 +249,7 @@ def _parse_probe(doc: Mapping[str, Any], claims: Claims, *, output_truncated: bo
                               "hung_calls": _guarded("hung-call section", _NONE, lost, parse_hung, doc.get("hung")),
                               "nccl_ras": _guarded("NCCL RAS section", None, lost, parse_nccl_ras,
                                                    doc.get("nccl_ras")),
+                              "active": _guarded("active section", None, lost, parse_active, doc.get("active")),
                               **_guarded("process section", {}, lost, parse_processes, doc,
                                          mapping(doc.get("nvml")), claims)}
     if doc.get("source") == "nvml" and isinstance(doc.get("nvml"), dict):

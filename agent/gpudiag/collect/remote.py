@@ -93,7 +93,7 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
                    gpus: bool = True, topology_if: Mapping[str, float] | None = None,
                    stream: bool = False, idle_s: float | None = None,
                    discover_logs: Mapping[str, object] | None = None, processes: bool = True,
-                   with_code: bool = True) -> CollectorCall:
+                   with_code: bool = True, active_budget_s: float | None = None) -> CollectorCall:
     """Build the remote command that collects ``samples`` readings ``interval_s`` apart.
 
     ``source``: see :class:`Source` (its value as a plain string is accepted too). ``logs``: log sources to scan
@@ -102,6 +102,8 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
     ``stream``: the collector stays and answers one round per line on its stdin (gpudiag watch), and leaves
     when no line came for ``idle_s`` (a reset connection leaves its stdin open until TCP gives up, hours later).
     ``with_code``: the modules' bytecode travels too, for a node with this interpreter's version (see bundle).
+    ``active_budget_s``: run the active test of the idle GPUs (``gpudiag_node.active``) for at most this long,
+    within the deadline; None: not run.
     All of it travels as data inside the bundle, never in the command line. The shell collector can do
     none of it: it says so in the document's problems when logs were asked for.
     """
@@ -121,7 +123,9 @@ def collector_call(*, samples: int, interval_s: float, deadline_s: float, source
                          discover_logs=dict(discover_logs) if discover_logs and processes else None,
                          context=context, topology_if=dict(topology_if) if context and topology_if else None,
                          gpus=gpus, dcgm=gpus, stream=stream, round_deadline_s=max(1.0, deadline_s),
-                         idle_s=max(1.0, idle_s) if stream and idle_s is not None else None)
+                         idle_s=max(1.0, idle_s) if stream and idle_s is not None else None,
+                         active={"budget_s": active_budget_s, "deadline_s": deadline_s}
+                         if active_budget_s is not None else None)
     script = bundle(config, with_nvml=source is not Source.NVIDIA_SMI, with_code=with_code)
     # One-shot: `timeout` ends the whole remote process group at the deadline. Streaming: the collector
     # lives as long as the connection and bounds each round itself; only the shell fallback gets `timeout`.

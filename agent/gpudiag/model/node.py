@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gpudiag.model.active import ActiveTest
 from gpudiag.model.gpu import GpuReading
 from gpudiag.model.logs import LogScan
 from gpudiag.model.nccl_ras import NcclRasStatus
@@ -196,3 +197,4 @@ class NodeReadings:
 
     hung_calls: tuple[HungCall, ...] = ()  # calls killed at their bound, in order
     nccl_ras: NcclRasStatus | None = None  # what the node's NCCL job's RAS thread said; None: not asked
+    active: ActiveTest | None = None  # the active test of the idle GPUs (--active); None: not asked

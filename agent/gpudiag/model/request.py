@@ -73,6 +73,7 @@ class SweepOptions:
     expectations: tuple[VersionExpectation, ...] = ()
     expect_action: Action = Action.WATCH  # --expect-action: the rung of a host off the operator's expectation
     allocations: tuple[JobAllocation, ...] = ()
+    active: bool = False  # --active: the active test of the idle GPUs (gpudiag_node.active), within the deadline
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

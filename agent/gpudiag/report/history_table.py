@@ -17,6 +17,9 @@ GPU_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("SM MHz", "sm_clock_mhz", "{:.0f}"),
     ("temp C", "temperature_c", "{:.0f}"),
     ("PCIe", "pcie_gen", "gen{}"),
+    ("TFLOP/s", "active.compute_tflops", "{:.1f}"),  # --active's figures: a GPU that slowed since last week
+    ("copy GB/s", "active.memory_copy_gb_s", "{:.0f}"),
+    ("h2d GB/s", "active.pcie_h2d_gb_s", "{:.1f}"),
 )
 
 
@@ -56,4 +59,4 @@ def render_gpu_rows(rows: Sequence[dict[str, Any]], *, width: int = 160) -> str:
         out.append((str(r["run"]), r["started_at"], r["status"], "-" if r["gpu"] is None else str(r["gpu"]),
                     *(_cell(reading_of(readings, name), fmt) for _, name, fmt in GPU_COLUMNS), findings))
     return plain_table(("run", "started", "status", "gpu", *(h for h, _, _ in GPU_COLUMNS), "findings"), out,
-                       width, priorities=(100, 40, 80, 95, 90, 30, 85, 60, 50, 35, 20, 99))
+                       width, priorities=(100, 40, 80, 95, 90, 30, 85, 60, 50, 35, 20, 45, 25, 15, 99))

@@ -22,6 +22,7 @@ from dataclasses import fields
 
 from gpudiag.model import Action, CheckSettings, Finding, HostReport, HostStatus, Severity, SweepReport
 from gpudiag.model.changes import ChangeSet
+from gpudiag.report.active_report import html_section
 from gpudiag.report.counts import actions_phrase, findings_by_severity, gpus_by_sm, hosts_by_status_words
 from gpudiag.report.escape import html_text as escape  # node text: controls and bidi escaped, then markup
 from gpudiag.report.fold import index_ranges
@@ -296,7 +297,7 @@ def render_html(report: SweepReport, changes: ChangeSet | None = None, trends: T
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
             "img-src data:\"><title>gpudiag sweep " + escape(report.started_at) + "</title><style>" + _CSS
             + "</style></head><body><h1>gpudiag sweep</h1>" + _summary(report)
-            + "<h2>Findings</h2>" + _findings(report) + jobs_html(report) + _not_read(report)
+            + "<h2>Findings</h2>" + _findings(report) + jobs_html(report) + _not_read(report) + html_section(report)
             + f"<h2>{'Utilization and SM activity' if activity else 'Utilization'} against power</h2>"
             + f'<div class="charts">{charts}</div>' + _legend(report) + note
             + _region(report, shared) + activity_note

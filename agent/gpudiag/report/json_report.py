@@ -46,6 +46,7 @@ from gpudiag.model import (
 )
 from gpudiag.model.gpu import POWER_READINGS
 from gpudiag.model.json_codec import Shape, decode, encode, plain
+from gpudiag.report.active_report import gpu_document
 from gpudiag.report.changes_report import annotate
 from gpudiag.report.counts import findings_by_code, findings_by_severity, gpus_by_sm, held_idle, hosts_by_status
 from gpudiag.report.escape import json_safe
@@ -109,9 +110,14 @@ def _host_derived(shape: Shape) -> Any:
         # beside it, then its findings (each with its own action).
         return {"action": plain(host.action),
                 "node": encode(host.readings, shape) if host.readings is not None else None,
-                "gpus": [encode(g, shape) for g in host.gpus],
+                "gpus": [_with_active(encode(g, shape), gpu_document(host, g)) for g in host.gpus],
                 "findings": [encode(f, shape) for f in host.findings]}
     return derived
+
+
+def _with_active(gpu: dict[str, Any], active: dict[str, Any] | None) -> dict[str, Any]:
+    """A GPU's object with its ``active`` result (``--active``; absent when the GPU was not named to the test)."""
+    return gpu if active is None else {**gpu, "active": active}
 
 
 def _host_document(host: HostReport, shape: Shape) -> dict[str, object]:

@@ -163,6 +163,10 @@ def families(report: SweepReport) -> tuple[Family, ...]:
         ("gpudiag_run_exit_code", (), (((), report.exit_code),)),
     )
     out += [Family(name=name, help=METRICS[name], label_names=names, samples=samples) for name, names, samples in rows]
+    from gpudiag.report.active_report import gauge_samples  # issue 31: only where a host ran --active
+
+    out += [Family(name=n, help=h, label_names=names, samples=tuple(s))
+            for n, h, names, s in gauge_samples(report) if s]
     return tuple(out)
 
 

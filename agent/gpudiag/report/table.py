@@ -32,6 +32,7 @@ from gpudiag.model import (
     host_status_label,
     worst,
 )
+from gpudiag.report.active_report import text_lines
 from gpudiag.report.changes_text import render_changes
 from gpudiag.report.columns import Column, allot, fit, total, wrap
 from gpudiag.report.counts import (
@@ -459,6 +460,10 @@ def render_table(report: SweepReport, *, width: int = 160, color: bool = False, 
                 console.print()
             for renderable in _no_gpu_lines(without_gpus, by_name, width, color):
                 console.print(renderable)
+        active = text_lines(report, width)  # issue 31: each GPU's figures under --active
+        if active:
+            console.print()
+            buffer.write("\n".join(active) + "\n")
         console.print()
     for renderable in findings_section(report, width=width, color=color, fold=fold):
         console.print(renderable)

@@ -18,6 +18,7 @@ from gpudiag.collect.parse import ProbeFormatError, parse_probe_output
 from gpudiag.collect.remote import TIMEOUT_EXIT_STATUSES, collector_call
 from gpudiag.logs.plan import NO_LOGS, LogPlan, build_plans
 from gpudiag.model import Host, HostReport, HostStatus, NodeReadings, RemoteResult, SweepReport, UnreachableReason
+from gpudiag.model.active import ACTIVE_BUDGET_S
 from gpudiag.model.request import SweepOptions
 from gpudiag.sweep.assemble import assemble_report
 from gpudiag.transport.base import OutOfFiles, RemoteCommand, Transport, TransportError
@@ -83,7 +84,8 @@ def collector_command(options: SweepOptions, plan: LogPlan = NO_LOGS) -> RemoteC
                           gpus=options.gpus, stream=options.stream, idle_s=options.idle_s,
                           discover_logs=plan.discover_config(),
                           topology_if={"busy_pct": options.settings.busy_utilization_pct,
-                                       "low_power_pct": options.settings.low_power_pct})
+                                       "low_power_pct": options.settings.low_power_pct},
+                          active_budget_s=ACTIVE_BUDGET_S if options.active else None)
     return RemoteCommand(command=call.command, stdin=call.stdin, deadline_s=options.deadline_s + DEADLINE_GRACE_S,
                          stdout_limit_bytes=options.stdout_limit_bytes, stream=options.stream,
                          ends_with_stdin=call.ends_with_stdin, kept_stdin=call.kept_stdin)

@@ -83,7 +83,9 @@ def test_the_node_reads_a_wrong_or_missing_value_as_its_default_and_nothing_unde
 
 
 def test_the_controller_cannot_send_an_undeclared_key_or_a_wrong_kind() -> None:
-    with pytest.raises(ValueError, match="'active' is not a collector configuration key"):
+    with pytest.raises(ValueError, match="'surprise' is not a collector configuration key"):
+        wire.make_config(surprise=True)
+    with pytest.raises(ValueError, match="active=True is not a dict"):
         wire.make_config(active=True)
     with pytest.raises(ValueError, match="samples='5' is not a int"):
         wire.make_config(samples="5")
