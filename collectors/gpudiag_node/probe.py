@@ -26,7 +26,7 @@ from .proc import in_thread
 from .rows import number, rows_read
 
 
-def collect_nvml(doc, samples, interval_s, watcher=None):
+def collect_nvml(doc, samples, interval_s, watcher=None, topology_if=None):
     """Read the GPUs through NVML into ``doc``; False (and the reason in the document) when NVML cannot
     be used here, so the caller falls back to nvidia-smi."""
     try:
@@ -46,7 +46,7 @@ def collect_nvml(doc, samples, interval_s, watcher=None):
         doc["nvml_unavailable"] = "%s: %s" % (type(exc).__name__, exc)
         return False
     try:
-        doc["nvml"] = nvml_reader.collect(pynvml, samples, interval_s, watcher)
+        doc["nvml"] = nvml_reader.collect(pynvml, samples, interval_s, watcher, topology_if)
         doc["processes_from"] = "nvml"
     except nvml_reader.NvmlUnavailable as exc:
         doc["nvml_unavailable"] = str(exc)
@@ -57,7 +57,7 @@ def collect_nvml(doc, samples, interval_s, watcher=None):
     return True
 
 
-def _nvml_bounded(doc, samples, interval_s, bound_s, watcher=None):
+def _nvml_bounded(doc, samples, interval_s, bound_s, watcher=None, topology_if=None):
     """:func:`collect_nvml` in a thread, given the sampling window and ``bound_s`` more: NVML calls cannot be
     killed, and one into a wedged driver never returns. Past that, the call is recorded as hung and False
     sends the caller to nvidia-smi, whose calls are bounded one by one. The thread fills a document of its own,
@@ -65,7 +65,7 @@ def _nvml_bounded(doc, samples, interval_s, bound_s, watcher=None):
     own = {"problems": []}
     done = []
     started = time.monotonic()
-    thread = in_thread(own, lambda: done.append(collect_nvml(own, samples, interval_s, watcher)))
+    thread = in_thread(own, lambda: done.append(collect_nvml(own, samples, interval_s, watcher, topology_if)))
     thread.join(samples * interval_s + bound_s)
     if thread.is_alive():
         proc.HUNG.append({"call": "NVML", "after_s": round(time.monotonic() - started, 1)})
@@ -187,7 +187,7 @@ def collect_round(config, kept):
     logs = _logfork().start_logs(doc, config["logs"], config["call_timeout_s"]) if config["logs"] else None
     gate = _gate(config)
     extras = _start_extras(doc, config, kept, gate)  # beside the sampling window, which is mostly waiting
-    _read_gpus(doc, config)
+    _read_gpus(doc, config, _nvml_topology_gate(kept, gate))
     for thread in extras:
         if thread is not None:
             thread.join()
@@ -221,7 +221,15 @@ def _start_extras(doc, config, kept, gate):
     return extras
 
 
-def _read_gpus(doc, config):
+def _nvml_topology_gate(kept, gate):
+    """For the NVML reader: whether to read the GPU pairs' links through NVML before it lets go of the GPUs
+    (the rows it read looked starved, and no earlier round of this collector read them), or None."""
+    if gate is None:
+        return None
+    return lambda out: "starved" not in kept and looks_starved({"source": "nvml", "nvml": out}, gate[0], gate[1])
+
+
+def _read_gpus(doc, config, nvml_topology_if=None):
     """The GPUs' samples (NVML, else nvidia-smi), their processes and NCCL's RAS answer, into ``doc``."""
     samples, interval_s, call_timeout_s = config["samples"], config["interval_s"], config["call_timeout_s"]
     if not config["gpus"]:
@@ -231,7 +239,8 @@ def _read_gpus(doc, config):
     fabric_manager = links.fabric_manager()
     if fabric_manager is not None:
         doc["fabric_manager"] = fabric_manager
-    if config["source"] == "nvidia-smi" or not _nvml_bounded(doc, samples, interval_s, call_timeout_s, watcher):
+    if config["source"] == "nvidia-smi" or not _nvml_bounded(doc, samples, interval_s, call_timeout_s, watcher,
+                                                             nvml_topology_if):
         smi.collect(samples, interval_s, call_timeout_s, doc, watcher)
     if watcher is not None and watcher.t0 is not None:
         doc["processes"] = watcher.finish()
@@ -258,8 +267,11 @@ def _gated_topology(doc, config, kept, gate):
         return
     if "starved" not in kept:
         from . import context as node_context
-        kept["starved"] = {"topology": node_context.topology(smi.find_nvidia_smi(), config["call_timeout_s"]),
-                           "virt": node_context.detect_virt(config["call_timeout_s"])}
+        # NVML's pairs where the NVML reader could name them all (topology.py), else nvidia-smi topo -m
+        nvml = doc.get("nvml") if doc.get("source") == "nvml" and isinstance(doc.get("nvml"), dict) else {}
+        topology = nvml.pop("topology", None) or node_context.topology(smi.find_nvidia_smi(),
+                                                                       config["call_timeout_s"])
+        kept["starved"] = {"topology": topology, "virt": node_context.detect_virt(config["call_timeout_s"])}
     doc["context"].update(kept["starved"])
 
 
