@@ -29,7 +29,8 @@ def read(r, handles, bus_ids, active):
     ``bus_ids``: index -> PCI bus id; ``active``: index -> [bool per link] (the links' states at the window's
     end, links.py). ``r``: nvml.Reader."""
     indexes = sorted(handles)
-    out = {"pairs": [], "gpus": len(indexes), "from": "nvml"}
+    pairs = []
+    out = {"pairs": pairs, "gpus": len(indexes), "from": "nvml"}
     if len(indexes) < 2:
         return out
     by_bus = {_bus(bus_ids.get(i)): i for i in indexes}
@@ -56,7 +57,7 @@ def read(r, handles, bus_ids, active):
                 links = direct.get((a, b), 0) or direct.get((b, a), 0)
                 if switch.get(a) and switch.get(b):
                     links += min(switch[a], switch[b])
-                out["pairs"].append([a, b, "NV%d" % links if links else _level(r, handles[a], handles[b])])
+                pairs.append([a, b, "NV%d" % links if links else _level(r, handles[a], handles[b])])
     except Unreadable:
         raise
     except Exception as exc:  # a failed call (nvml._Failed, a lost GPU): topo -m says it instead

@@ -201,7 +201,7 @@ def parse_topology(text: str) -> tuple[GpuLink, ...]:
 
 def nvml_pairs(value: object) -> tuple[GpuLink, ...]:
     """NVML's ``[[a, b, "NV18"], ...]`` → every pair once (lower index first), at most the matrix's bound of GPUs."""
-    links = {}
+    links: dict[tuple[int, int], str] = {}
     for pair in _items(value):
         if not isinstance(pair, list) or len(pair) != 3:
             continue

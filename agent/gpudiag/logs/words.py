@@ -31,7 +31,7 @@ def required_words(regex: str) -> tuple[str, ...]:
     """Literals one of which every match of ``regex`` holds, sorted; () when there is no such set (a case-blind
     pattern, an alternative without a literal, a regex that does not parse)."""
     try:
-        parsed = _p.parse(regex)
+        parsed: Any = _p.parse(regex)
     except (re.error, RecursionError, OverflowError):
         return ()
     found = _need(list(parsed), bool(parsed.state.flags & re.IGNORECASE))
@@ -62,10 +62,13 @@ def _part(op: Any, arg: Any, blind: bool) -> frozenset[str] | None:
         _, add, remove, inner = arg
         return _need(list(inner), (blind or bool(add & re.IGNORECASE)) and not remove & re.IGNORECASE)
     if op is _c.BRANCH:
-        alternatives = [_need(list(alt), blind) for alt in arg[1]]
-        if not alternatives or any(not a for a in alternatives):
-            return None
-        return frozenset().union(*alternatives)
+        words: set[str] = set()
+        for alternative in arg[1]:
+            found = _need(list(alternative), blind)
+            if not found:
+                return None
+            words |= found
+        return frozenset(words) or None
     if op in _REPEATS:
         least, _, inner = arg
         return _need(list(inner), blind) if least >= 1 else None
