@@ -21,7 +21,7 @@ tested on recorded output and this script stays small.
 import sys
 import time
 
-from . import jsoncodec, links, proc, smi, wire
+from . import jsoncodec, links, proc, wire
 from .proc import in_thread
 from .rows import number, rows_read
 
@@ -95,9 +95,15 @@ def collect_context(doc, call_timeout_s, with_topology=True):
     """The node's GPU topology and virtualization (collectors/gpudiag_node/context.py) into ``doc["context"]``."""
     try:
         from . import context as node_context
-        doc["context"] = node_context.collect(smi.find_nvidia_smi(), call_timeout_s, with_topology)
+        smi_path = _smi().find_nvidia_smi() if with_topology else None  # only topo -m needs it
+        doc["context"] = node_context.collect(smi_path, call_timeout_s, with_topology)
     except Exception as exc:  # context enriches the verdict; its failure must not cost the readings
         doc["problems"].append("node context: %s: %s" % (type(exc).__name__, exc))
+
+
+def _smi():
+    from . import smi  # the nvidia-smi path: a node that reads NVML never imports it
+    return smi
 
 
 def _logfork():
@@ -241,7 +247,7 @@ def _read_gpus(doc, config, nvml_topology_if=None):
         doc["fabric_manager"] = fabric_manager
     if config["source"] == "nvidia-smi" or not _nvml_bounded(doc, samples, interval_s, call_timeout_s, watcher,
                                                              nvml_topology_if):
-        smi.collect(samples, interval_s, call_timeout_s, doc, watcher)
+        _smi().collect(samples, interval_s, call_timeout_s, doc, watcher)
     if watcher is not None and watcher.t0 is not None:
         doc["processes"] = watcher.finish()
     ras = watcher.finish_ras() if watcher is not None else None
@@ -269,7 +275,7 @@ def _gated_topology(doc, config, kept, gate):
         from . import context as node_context
         # NVML's pairs where the NVML reader could name them all (topology.py), else nvidia-smi topo -m
         nvml = doc.get("nvml") if doc.get("source") == "nvml" and isinstance(doc.get("nvml"), dict) else {}
-        topology = nvml.pop("topology", None) or node_context.topology(smi.find_nvidia_smi(),
+        topology = nvml.pop("topology", None) or node_context.topology(_smi().find_nvidia_smi(),
                                                                        config["call_timeout_s"])
         kept["starved"] = {"topology": topology, "virt": node_context.detect_virt(config["call_timeout_s"])}
     doc["context"].update(kept["starved"])
