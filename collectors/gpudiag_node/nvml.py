@@ -286,11 +286,12 @@ def _topology(r, handles, out):
         out["topology_unreadable"] = str(exc)[:300]
 
 
-def collect(pynvml, samples, interval_s, watcher=None, topology_if=None):
+def collect(pynvml, samples, interval_s, watcher=None, topology_if=None, shutdown=True):
     """Read every GPU ``samples`` times, ``interval_s`` apart. Raises :class:`NvmlUnavailable`.
     ``watcher`` (processes.Watcher) is told the GPUs' processes when the window opens. ``topology_if``: a
     function of the rows read (this function's answer so far) that says whether to read the GPU pairs' links
-    too (topology.py): ``topology`` in the answer, or why not (``topology_unreadable``)."""
+    too (topology.py): ``topology`` in the answer, or why not (``topology_unreadable``). ``shutdown=False``:
+    NVML is left initialized, for a process that ends right after (its exit does the same, 3 ms less on an H200)."""
     try:
         pynvml.nvmlInit()
     except Exception as exc:  # any init failure means "use nvidia-smi instead", with the reason
@@ -359,6 +360,7 @@ def collect(pynvml, samples, interval_s, watcher=None, topology_if=None):
         return out
     finally:
         try:
-            pynvml.nvmlShutdown()
+            if shutdown:
+                pynvml.nvmlShutdown()
         except Exception:
             pass

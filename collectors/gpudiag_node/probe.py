@@ -26,7 +26,7 @@ from .proc import in_thread
 from .rows import number, rows_read
 
 
-def collect_nvml(doc, samples, interval_s, watcher=None, topology_if=None):
+def collect_nvml(doc, samples, interval_s, watcher=None, topology_if=None, shutdown=True):
     """Read the GPUs through NVML into ``doc``; False (and the reason in the document) when NVML cannot
     be used here, so the caller falls back to nvidia-smi."""
     try:
@@ -46,7 +46,7 @@ def collect_nvml(doc, samples, interval_s, watcher=None, topology_if=None):
         doc["nvml_unavailable"] = "%s: %s" % (type(exc).__name__, exc)
         return False
     try:
-        doc["nvml"] = nvml_reader.collect(pynvml, samples, interval_s, watcher, topology_if)
+        doc["nvml"] = nvml_reader.collect(pynvml, samples, interval_s, watcher, topology_if, shutdown)
         doc["processes_from"] = "nvml"
     except nvml_reader.NvmlUnavailable as exc:
         doc["nvml_unavailable"] = str(exc)
@@ -57,7 +57,7 @@ def collect_nvml(doc, samples, interval_s, watcher=None, topology_if=None):
     return True
 
 
-def _nvml_bounded(doc, samples, interval_s, bound_s, watcher=None, topology_if=None):
+def _nvml_bounded(doc, samples, interval_s, bound_s, watcher=None, topology_if=None, shutdown=True):
     """:func:`collect_nvml` in a thread, given the sampling window and ``bound_s`` more: NVML calls cannot be
     killed, and one into a wedged driver never returns. Past that, the call is recorded as hung and False
     sends the caller to nvidia-smi, whose calls are bounded one by one. The thread fills a document of its own,
@@ -65,7 +65,8 @@ def _nvml_bounded(doc, samples, interval_s, bound_s, watcher=None, topology_if=N
     own = {"problems": []}
     done = []
     started = time.monotonic()
-    thread = in_thread(own, lambda: done.append(collect_nvml(own, samples, interval_s, watcher, topology_if)))
+    thread = in_thread(own, lambda: done.append(collect_nvml(own, samples, interval_s, watcher, topology_if,
+                                                             shutdown)))
     thread.join(samples * interval_s + bound_s)
     if thread.is_alive():
         proc.HUNG.append({"call": "NVML", "after_s": round(time.monotonic() - started, 1)})
@@ -182,10 +183,11 @@ def _gate(config):
     return None if None in thresholds else thresholds
 
 
-def collect_round(config, kept):
+def collect_round(config, kept, last=False):
     """One document for the collection ``config`` (``wire.read_config``) asks for. ``kept``: what a streaming
     collector keeps from one round to the next (the node's context and, once a GPU looked starved, its
-    topology: neither changes between refreshes); an empty dict for a single collection."""
+    topology: neither changes between refreshes); an empty dict for a single collection. ``last``: the process
+    ends right after this round (the bundle's one-shot collector): NVML is left to its exit."""
     started = time.monotonic()
     doc = wire.new_document()
     del proc.HUNG[:]  # a streaming collector's previous round said its own
@@ -193,7 +195,7 @@ def collect_round(config, kept):
     logs = _logfork().start_logs(doc, config["logs"], config["call_timeout_s"]) if config["logs"] else None
     gate = _gate(config)
     extras = _start_extras(doc, config, kept, gate)  # beside the sampling window, which is mostly waiting
-    _read_gpus(doc, config, _nvml_topology_gate(kept, gate))
+    _read_gpus(doc, config, _nvml_topology_gate(kept, gate), shutdown=not last)
     for thread in extras:
         if thread is not None:
             thread.join()
@@ -235,7 +237,7 @@ def _nvml_topology_gate(kept, gate):
     return lambda out: "starved" not in kept and looks_starved({"source": "nvml", "nvml": out}, gate[0], gate[1])
 
 
-def _read_gpus(doc, config, nvml_topology_if=None):
+def _read_gpus(doc, config, nvml_topology_if=None, shutdown=True):
     """The GPUs' samples (NVML, else nvidia-smi), their processes and NCCL's RAS answer, into ``doc``."""
     samples, interval_s, call_timeout_s = config["samples"], config["interval_s"], config["call_timeout_s"]
     if not config["gpus"]:
@@ -246,7 +248,7 @@ def _read_gpus(doc, config, nvml_topology_if=None):
     if fabric_manager is not None:
         doc["fabric_manager"] = fabric_manager
     if config["source"] == "nvidia-smi" or not _nvml_bounded(doc, samples, interval_s, call_timeout_s, watcher,
-                                                             nvml_topology_if):
+                                                             nvml_topology_if, shutdown):
         _smi().collect(samples, interval_s, call_timeout_s, doc, watcher)
     if watcher is not None and watcher.t0 is not None:
         doc["processes"] = watcher.finish()
@@ -287,13 +289,14 @@ def _emit(doc):
     sys.stdout.flush()
 
 
-def main_with_config(raw):
+def main_with_config(raw, leaves=False):
     """Run the collection the controller's configuration ``raw`` asks for (read through ``wire.read_config``:
     its keys are declared in ``wire.CONFIG``, docs/probe.md) and print the document; a streaming collector
-    (``stream``) answers one round per line on stdin (``stream.py``)."""
+    (``stream``) answers one round per line on stdin (``stream.py``). ``leaves``: the caller ends the process
+    once this returns, with no cleanup (the bundle: os._exit)."""
     config = wire.read_config(raw)
     if not config["stream"]:
-        _emit(collect_round(config, {}))
+        _emit(collect_round(config, {}, last=leaves))
         return 0
     from . import stream
 
