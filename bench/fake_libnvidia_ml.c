@@ -1,6 +1,8 @@
 /* A stand-in libnvidia-ml.so.1 for profiling the collector's Python side without a GPU (bench/, issue 22): every
    getter the NVML reader calls answers at once with an idle H200's values. FAKE_NVML_GPUS: how many GPUs
-   (default 1); FAKE_NVML_PIDS: "pid,pid" compute processes on GPU 0 (default none).
+   (default 1); FAKE_NVML_PIDS: "pid,pid" compute processes on GPU 0 (default none); FAKE_NVML_UTIL: every GPU's
+   utilization in percent (default 0; 100 beside the 76 W of power reads as a starved GPU); the GPUs' common
+   PCIe ancestor is NVML_TOPOLOGY_NODE, and they have no NVLink.
      gcc -O2 -shared -fPIC -o /tmp/fakenvml/libnvidia-ml.so.1 bench/fake_libnvidia_ml.c
      LD_LIBRARY_PATH=/tmp/fakenvml python3 bench/collector_phases.py */
 #include <stdlib.h>
@@ -33,7 +35,8 @@ R nvmlDeviceGetMemoryInfo(dev_t_ *d, unsigned long long *m) { m[0] = 15075482009
 R nvmlDeviceGetMemoryInfo_v2(dev_t_ *d, unsigned long long *m) { m[1] = 150754820096ULL; m[2] = 0; m[3] = 150000000000ULL; m[4] = 754820096ULL; return 0; }
 R nvmlDeviceGetCudaComputeCapability(dev_t_ *d, int *a, int *b) { *a = 9; *b = 0; return 0; }
 R nvmlDeviceGetTotalEccErrors(dev_t_ *d, unsigned a, unsigned b, unsigned long long *v) { *v = 0; return 0; }
-R nvmlDeviceGetUtilizationRates(dev_t_ *d, unsigned *u) { u[0] = 0; u[1] = 0; return 0; }
+R nvmlDeviceGetUtilizationRates(dev_t_ *d, unsigned *u) { const char *e = getenv("FAKE_NVML_UTIL"); u[0] = e ? atoi(e) : 0; u[1] = 0; return 0; }
+R nvmlDeviceGetTopologyCommonAncestor(dev_t_ *a, dev_t_ *b, int *level) { *level = 40; return 0; }
 static int pids(unsigned *out) {
     const char *e = getenv("FAKE_NVML_PIDS"); int n = 0;
     while (e && *e && n < 8) { out[n++] = strtoul(e, (char **)&e, 10); if (*e == ',') e++; }
@@ -62,7 +65,8 @@ R nvmlDeviceGetMaxPcieLinkWidth(dev_t_ *d, unsigned *v) { *v = 16; return 0; }
 R nvmlDeviceGetCurrentClocksEventReasons(dev_t_ *d, unsigned long long *v) { *v = 1; return 0; }
 R nvmlDeviceGetCurrentClocksThrottleReasons(dev_t_ *d, unsigned long long *v) { *v = 1; return 0; }
 typedef struct { unsigned id, scope; long long ts, lat; unsigned type; R ret; unsigned long long val; } field_t;
-R nvmlDeviceGetFieldValues(dev_t_ *d, int n, field_t *f) { for (int i = 0; i < n; i++) { f[i].type = 1; f[i].ret = 0; f[i].val = 75000; } return 0; }
+/* NVML_FI_DEV_NVLINK_LINK_COUNT (91): not supported, as on a PCIe H200 */
+R nvmlDeviceGetFieldValues(dev_t_ *d, int n, field_t *f) { for (int i = 0; i < n; i++) { f[i].type = 1; f[i].ret = f[i].id == 91 ? 3 : 0; f[i].val = 75000; } return 0; }
 R nvmlDeviceGetMigMode(dev_t_ *d, unsigned *a, unsigned *b) { *a = *b = 0; return 0; }
 R nvmlGpmQueryDeviceSupport(dev_t_ *d, unsigned *s) { s[1] = 1; return 0; }
 static int sample;

@@ -213,10 +213,11 @@ def node_costs(env: dict[str, str], runs: int) -> list[NodeCost]:
 
 def smi_calls(doc: dict[str, Any]) -> int:
     """How many nvidia-smi calls a collector document says its collector made: its query samples, the
-    --help-query-gpu of an old driver, the compute apps, the plain table for the CUDA version, topo -m."""
+    --help-query-gpu of an old driver, the compute apps, the plain table for the CUDA version, topo -m (a
+    topology read through NVML has no exit status: no call)."""
     smi, context = doc.get("nvidia_smi") or {}, doc.get("context") or {}
     return (len(doc.get("samples") or []) + int("help_exit" in smi) + int(doc.get("processes_from") == "nvidia-smi")
-            + int(doc.get("cuda_version_from") == "nvidia-smi") + int(bool(context.get("topology"))))
+            + int(doc.get("cuda_version_from") == "nvidia-smi") + int("exit" in (context.get("topology") or {})))
 
 
 def ratios(costs: Sequence[NodeCost]) -> list[str]:

@@ -18,8 +18,8 @@ travels raw (the controller parses it, ``gpudiag.collect.parse_nccl_ras``) with 
 library only, Python 3.6+; it runs in a thread beside the sampling window, so it costs the sweep no time.
 """
 
+import _socket  # the C module (not socket.py): socket.py imports enum, selectors and more, 5 ms of a node's CPU
 import os
-import socket
 import time
 
 DEFAULT_PORT = 28028  # NCCL_RAS_CLIENT_PORT (src/ras/ras_internal.h)
@@ -153,7 +153,7 @@ class _Conversation(object):
             return False
         try:
             data = self.sock.recv(min(65536, MAX_BYTES + 1 - len(self.received)))
-        except socket.timeout:
+        except _socket.timeout:
             self.timed_out = True
             return False
         if not data:
@@ -180,7 +180,7 @@ class _Conversation(object):
             return False
         try:
             self.sock.sendall(text.encode("ascii") + b"\n")
-        except socket.timeout:
+        except _socket.timeout:
             self.timed_out = True
             return False
         return True
@@ -197,9 +197,9 @@ def ask(host, port, deadline_s=DEADLINE_S):
     deadline = started + deadline_s
     out = {"host": host, "port": port, "sent": [], "answer": "", "format": None, "server_protocol": None,
            "closed": False, "truncated": False, "error": None}
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
     try:
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock = _socket.socket(family, _socket.SOCK_STREAM)
     except OSError as exc:  # no IPv6 here, no sockets left
         out["error"] = "socket: %s" % (exc.strerror or exc)
         return _done(out, started)
@@ -207,7 +207,7 @@ def ask(host, port, deadline_s=DEADLINE_S):
         sock.settimeout(max(0.05, deadline - time.monotonic()))
         try:
             sock.connect((host, port))
-        except socket.timeout:
+        except _socket.timeout:
             out["error"] = "connect: no answer in %.1f s" % deadline_s
             return _done(out, started)
         except OSError as exc:

@@ -21,12 +21,12 @@ tested on recorded output and this script stays small.
 import sys
 import time
 
-from . import jsoncodec, links, proc, smi, wire
+from . import jsoncodec, links, proc, wire
 from .proc import in_thread
 from .rows import number, rows_read
 
 
-def collect_nvml(doc, samples, interval_s, watcher=None):
+def collect_nvml(doc, samples, interval_s, watcher=None, topology_if=None, shutdown=True):
     """Read the GPUs through NVML into ``doc``; False (and the reason in the document) when NVML cannot
     be used here, so the caller falls back to nvidia-smi."""
     try:
@@ -46,7 +46,7 @@ def collect_nvml(doc, samples, interval_s, watcher=None):
         doc["nvml_unavailable"] = "%s: %s" % (type(exc).__name__, exc)
         return False
     try:
-        doc["nvml"] = nvml_reader.collect(pynvml, samples, interval_s, watcher)
+        doc["nvml"] = nvml_reader.collect(pynvml, samples, interval_s, watcher, topology_if, shutdown)
         doc["processes_from"] = "nvml"
     except nvml_reader.NvmlUnavailable as exc:
         doc["nvml_unavailable"] = str(exc)
@@ -57,7 +57,7 @@ def collect_nvml(doc, samples, interval_s, watcher=None):
     return True
 
 
-def _nvml_bounded(doc, samples, interval_s, bound_s, watcher=None):
+def _nvml_bounded(doc, samples, interval_s, bound_s, watcher=None, topology_if=None, shutdown=True):
     """:func:`collect_nvml` in a thread, given the sampling window and ``bound_s`` more: NVML calls cannot be
     killed, and one into a wedged driver never returns. Past that, the call is recorded as hung and False
     sends the caller to nvidia-smi, whose calls are bounded one by one. The thread fills a document of its own,
@@ -65,7 +65,8 @@ def _nvml_bounded(doc, samples, interval_s, bound_s, watcher=None):
     own = {"problems": []}
     done = []
     started = time.monotonic()
-    thread = in_thread(own, lambda: done.append(collect_nvml(own, samples, interval_s, watcher)))
+    thread = in_thread(own, lambda: done.append(collect_nvml(own, samples, interval_s, watcher, topology_if,
+                                                             shutdown)))
     thread.join(samples * interval_s + bound_s)
     if thread.is_alive():
         proc.HUNG.append({"call": "NVML", "after_s": round(time.monotonic() - started, 1)})
@@ -95,9 +96,15 @@ def collect_context(doc, call_timeout_s, with_topology=True):
     """The node's GPU topology and virtualization (collectors/gpudiag_node/context.py) into ``doc["context"]``."""
     try:
         from . import context as node_context
-        doc["context"] = node_context.collect(smi.find_nvidia_smi(), call_timeout_s, with_topology)
+        smi_path = _smi().find_nvidia_smi() if with_topology else None  # only topo -m needs it
+        doc["context"] = node_context.collect(smi_path, call_timeout_s, with_topology)
     except Exception as exc:  # context enriches the verdict; its failure must not cost the readings
         doc["problems"].append("node context: %s: %s" % (type(exc).__name__, exc))
+
+
+def _smi():
+    from . import smi  # the nvidia-smi path: a node that reads NVML never imports it
+    return smi
 
 
 def _logfork():
@@ -176,10 +183,11 @@ def _gate(config):
     return None if None in thresholds else thresholds
 
 
-def collect_round(config, kept):
+def collect_round(config, kept, last=False):
     """One document for the collection ``config`` (``wire.read_config``) asks for. ``kept``: what a streaming
     collector keeps from one round to the next (the node's context and, once a GPU looked starved, its
-    topology: neither changes between refreshes); an empty dict for a single collection."""
+    topology: neither changes between refreshes); an empty dict for a single collection. ``last``: the process
+    ends right after this round (the bundle's one-shot collector): NVML is left to its exit."""
     started = time.monotonic()
     doc = wire.new_document()
     del proc.HUNG[:]  # a streaming collector's previous round said its own
@@ -187,7 +195,7 @@ def collect_round(config, kept):
     logs = _logfork().start_logs(doc, config["logs"], config["call_timeout_s"]) if config["logs"] else None
     gate = _gate(config)
     extras = _start_extras(doc, config, kept, gate)  # beside the sampling window, which is mostly waiting
-    _read_gpus(doc, config)
+    _read_gpus(doc, config, _nvml_topology_gate(kept, gate), shutdown=not last)
     for thread in extras:
         if thread is not None:
             thread.join()
@@ -221,7 +229,15 @@ def _start_extras(doc, config, kept, gate):
     return extras
 
 
-def _read_gpus(doc, config):
+def _nvml_topology_gate(kept, gate):
+    """For the NVML reader: whether to read the GPU pairs' links through NVML before it lets go of the GPUs
+    (the rows it read looked starved, and no earlier round of this collector read them), or None."""
+    if gate is None:
+        return None
+    return lambda out: "starved" not in kept and looks_starved({"source": "nvml", "nvml": out}, gate[0], gate[1])
+
+
+def _read_gpus(doc, config, nvml_topology_if=None, shutdown=True):
     """The GPUs' samples (NVML, else nvidia-smi), their processes and NCCL's RAS answer, into ``doc``."""
     samples, interval_s, call_timeout_s = config["samples"], config["interval_s"], config["call_timeout_s"]
     if not config["gpus"]:
@@ -231,8 +247,9 @@ def _read_gpus(doc, config):
     fabric_manager = links.fabric_manager()
     if fabric_manager is not None:
         doc["fabric_manager"] = fabric_manager
-    if config["source"] == "nvidia-smi" or not _nvml_bounded(doc, samples, interval_s, call_timeout_s, watcher):
-        smi.collect(samples, interval_s, call_timeout_s, doc, watcher)
+    if config["source"] == "nvidia-smi" or not _nvml_bounded(doc, samples, interval_s, call_timeout_s, watcher,
+                                                             nvml_topology_if, shutdown):
+        _smi().collect(samples, interval_s, call_timeout_s, doc, watcher)
     if watcher is not None and watcher.t0 is not None:
         doc["processes"] = watcher.finish()
     ras = watcher.finish_ras() if watcher is not None else None
@@ -258,8 +275,11 @@ def _gated_topology(doc, config, kept, gate):
         return
     if "starved" not in kept:
         from . import context as node_context
-        kept["starved"] = {"topology": node_context.topology(smi.find_nvidia_smi(), config["call_timeout_s"]),
-                           "virt": node_context.detect_virt(config["call_timeout_s"])}
+        # NVML's pairs where the NVML reader could name them all (topology.py), else nvidia-smi topo -m
+        nvml = doc.get("nvml") if doc.get("source") == "nvml" and isinstance(doc.get("nvml"), dict) else {}
+        topology = nvml.pop("topology", None) or node_context.topology(_smi().find_nvidia_smi(),
+                                                                       config["call_timeout_s"])
+        kept["starved"] = {"topology": topology, "virt": node_context.detect_virt(config["call_timeout_s"])}
     doc["context"].update(kept["starved"])
 
 
@@ -269,13 +289,14 @@ def _emit(doc):
     sys.stdout.flush()
 
 
-def main_with_config(raw):
+def main_with_config(raw, leaves=False):
     """Run the collection the controller's configuration ``raw`` asks for (read through ``wire.read_config``:
     its keys are declared in ``wire.CONFIG``, docs/probe.md) and print the document; a streaming collector
-    (``stream``) answers one round per line on stdin (``stream.py``)."""
+    (``stream``) answers one round per line on stdin (``stream.py``). ``leaves``: the caller ends the process
+    once this returns, with no cleanup (the bundle: os._exit)."""
     config = wire.read_config(raw)
     if not config["stream"]:
-        _emit(collect_round(config, {}))
+        _emit(collect_round(config, {}, last=leaves))
         return 0
     from . import stream
 

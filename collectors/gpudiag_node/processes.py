@@ -13,9 +13,12 @@ real ``/proc`` is the default.
 """
 
 import os
-import re
 import stat
 import time
+
+# No ``re`` here: with enum, functools and collections it costs a node 5-10 ms of CPU at every sweep that finds a
+# process on a GPU. The cgroup paths are read with str methods (each function says the pattern it reads), and the
+# servers' command-line patterns are compiled only for a line that holds one of their words (:class:`_Servers`).
 
 MAX_ARGS = 64  # arguments kept of one command line
 MAX_ARG_CHARS = 256  # characters kept of one argument
@@ -24,14 +27,9 @@ MAX_ENVIRON_BYTES = 256 * 1024  # bytes read of /proc/PID/environ
 MAX_PROCS = 64  # processes described per node
 MAX_LOG_SOURCES = 8  # logs found through processes' stdout/stderr, per node
 
-# Container runtimes by the cgroup path they leave (cgroup v1 and v2, systemd and cgroupfs drivers).
-_CONTAINERS = (
-    ("k8s pod", re.compile(r"kubepods[^/]*/(?:[^/]*/)?(?:kubepods-[a-z]+-)?pod([0-9a-f_-]{36})")),
-    ("containerd", re.compile(r"cri-containerd-([0-9a-f]{12,64})")),
-    ("podman", re.compile(r"libpod-(?:conmon-)?([0-9a-f]{12,64})")),
-    ("docker", re.compile(r"docker[-/]([0-9a-f]{12,64})")),
-)
-_SLURM_JOB = re.compile(r"/job_(\d+)(?:/|$)")
+_HEX = frozenset("0123456789abcdef")
+_POD_ID = _HEX | frozenset("_-")
+_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
 
 
 def proc_root():
@@ -61,23 +59,95 @@ def cpu_ticks(pid, root=None):
         return None
 
 
+def _run_of(text, start, allowed, most):
+    """How many characters of ``allowed`` follow ``start`` in ``text`` (at most ``most``)."""
+    end = start
+    while end < len(text) and end - start < most and text[end] in allowed:
+        end += 1
+    return end - start
+
+
+def _occurrences(text, word):
+    at = text.find(word)
+    while at >= 0:
+        yield at
+        at = text.find(word, at + 1)
+
+
+def _hex_id(path, prefixes):
+    """The first 12 of the 12-64 hex digits right after the leftmost of ``prefixes`` followed by them
+    (``re.search(r"(?:p1|p2)([0-9a-f]{12,64})")`` with the prefixes' alternatives in order), or None."""
+    found = []
+    for prefix in prefixes:
+        for at in _occurrences(path, prefix):
+            if _run_of(path, at + len(prefix), _HEX, 64) >= 12:
+                found.append((at, prefixes.index(prefix), path[at + len(prefix):at + len(prefix) + 12]))
+                break
+    return min(found)[2] if found else None
+
+
+def _k8s_pod(path):
+    """The pod's uid of ``kubepods[^/]*/(?:[^/]*/)?(?:kubepods-[a-z]+-)?pod([0-9a-f_-]{36})`` (searched), or
+    None: the leftmost "kubepods" whose next segment (or the one after it, tried first) is "pod<36>",
+    optionally after "kubepods-<class>-"."""
+    for at in _occurrences(path, "kubepods"):
+        slash = path.find("/", at + len("kubepods"))
+        if slash < 0:
+            return None  # no later "kubepods" has a slash after it either
+        starts = [slash + 1]
+        second = path.find("/", slash + 1)
+        if second >= 0:
+            starts.insert(0, second + 1)  # the optional segment: tried first, as the greedy group is
+        for start in starts:
+            for pod in _pod_starts(path, start):
+                if path.startswith("pod", pod) and _run_of(path, pod + 3, _POD_ID, 36) == 36:
+                    return path[pod + 3:pod + 39]
+    return None
+
+
+def _pod_starts(path, start):
+    """Where "pod" may start at ``start``: after "kubepods-[a-z]+-" there (tried first), and at ``start``."""
+    prefix = "kubepods-"
+    if path.startswith(prefix, start):
+        letters = _run_of(path, start + len(prefix), _LOWER, len(path))
+        end = start + len(prefix) + letters
+        if letters and path.startswith("-", end):
+            yield end + 1
+    yield start
+
+
+# Container runtimes by the cgroup path they leave (cgroup v1 and v2, systemd and cgroupfs drivers), in the order
+# they are tried on each line.
+_CONTAINERS = (
+    ("k8s pod", _k8s_pod),
+    ("containerd", lambda path: _hex_id(path, ("cri-containerd-",))),
+    ("podman", lambda path: _hex_id(path, ("libpod-conmon-", "libpod-"))),
+    ("docker", lambda path: _hex_id(path, ("docker-", "docker/"))),
+)
+
+
 def container_of(cgroup_text):
     """("docker", "3f2a9c1b0e4d") from a cgroup file's text, or (None, None)."""
     for line in cgroup_text.splitlines():
         path = line.split(":", 2)[-1]
-        for kind, pattern in _CONTAINERS:
-            match = pattern.search(path)
-            if match:
-                ident = match.group(1).replace("_", "-")
-                return kind, ident if kind == "k8s pod" else ident[:12]
+        for kind, find in _CONTAINERS:
+            ident = find(path)
+            if ident is not None:
+                return kind, ident.replace("_", "-") if kind == "k8s pod" else ident
     return None, None
 
 
 def slurm_job_of(cgroup_text):
+    """The job of ``/job_(\\d+)(?:/|$)`` in a line's cgroup path, or None."""
     for line in cgroup_text.splitlines():
-        match = _SLURM_JOB.search(line.split(":", 2)[-1])
-        if match:
-            return match.group(1)
+        path = line.split(":", 2)[-1]
+        for at in _occurrences(path, "/job_"):
+            start = at + len("/job_")
+            end = start
+            while end < len(path) and path[end].isdecimal():
+                end += 1
+            if end > start and (end == len(path) or path[end] == "/"):
+                return path[start:end]
     return None
 
 
@@ -234,19 +304,42 @@ def servers_running(servers, root=None):
         except OSError:  # ended, or not ours to read
             continue
         line = " ".join(args) + " "
-        if any(pattern.search(line) for _, pattern in patterns):
+        if any(pattern.search(line) for pattern in patterns):
             procs[str(pid)] = describe(pid, me, root)
             if len(procs) >= MAX_PROCS:
                 break
     return {"procs": procs}
 
 
+class _Server(object):
+    """A server's command-line pattern, compiled (``re``) only for a line that holds one of its ``words``: the
+    controller's literals, one of which every match holds (gpudiag.logs.words); without them, for every line."""
+
+    def __init__(self, name, regex, words):
+        self.name, self.regex, self.compiled = name, regex, None
+        self.words = [w for w in words if isinstance(w, str) and w] if isinstance(words, list) else []
+        if not isinstance(regex, str):
+            raise TypeError("regex")
+
+    def search(self, line):
+        if self.words and not any(word in line for word in self.words):
+            return False
+        if self.compiled is None:
+            import re
+
+            try:
+                self.compiled = re.compile(self.regex)
+            except re.error:  # never matches, as a pattern that does not compile was never tried
+                self.compiled = False
+        return bool(self.compiled and self.compiled.search(line))
+
+
 def _server_patterns(servers):
     patterns = []
     for s in servers or ():
         try:
-            patterns.append((s["server"], re.compile(s["regex"])))
-        except (KeyError, TypeError, re.error):
+            patterns.append(_Server(s["server"], s["regex"], s.get("words")))
+        except (KeyError, TypeError, AttributeError):
             continue
     return patterns
 
@@ -259,7 +352,7 @@ def server_logs(found, servers, root=None):
     paths = {}
     for pid, info in sorted((found or {}).get("procs", {}).items()):
         line = " ".join(info.get("cmdline") or ()) + " "
-        server = next((name for name, pattern in patterns if pattern.search(line)), None)
+        server = next((pattern.name for pattern in patterns if pattern.search(line)), None)
         if server is None:
             continue
         for fd, name in ((1, "stdout"), (2, "stderr")):

@@ -146,7 +146,8 @@ SECTIONS = (
     Section("dcgm", "dcgm", "parse:with_dcgm", (None, "the readings of the GPUs read"),
             "{available, why, stdout}: dcgmi dmon's profiling"),
     Section("context", "context", "parse_logs:parse_context", (64, "GPUs of the matrix"),
-            "{topology, topology_skipped, virt, dmi, hypervisor_flag}: nvidia-smi topo -m and the VM's marks"),
+            "{topology, topology_skipped, virt, dmi, hypervisor_flag}: the GPU pairs' links (nvidia-smi topo -m's "
+            "{exit, stdout, stderr}, or NVML's {pairs: [[a, b, name]], gpus, from}) and the VM's marks"),
     Section("logs", "logfork", "parse_logs:parse_logs", (32, "sources"), "each log source scanned, its matches"),
     Section("hung", "proc", "parse:parse_hung", (20, "calls"), "[{call, after_s}]: each call killed at its bound"),
     Section("fabric_manager", "links", "parse_links:with_links", (256, "characters each"),

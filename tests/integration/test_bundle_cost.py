@@ -26,6 +26,11 @@ def counting(source, name, *args, **kwargs):
     compiled.append(name)
     return real(source, name, *args, **kwargs)
 builtins.compile = counting
+import os
+def leave(code):  # the bundle leaves through os._exit, past the interpreter's finalization: come back here
+    sys.stdout.flush()
+    raise SystemExit(code)
+os._exit = leave
 try:
     exec(sys.argv[1])  # the loader a node runs, reading the bundle from stdin
 except SystemExit:

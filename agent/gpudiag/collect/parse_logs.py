@@ -199,6 +199,19 @@ def parse_topology(text: str) -> tuple[GpuLink, ...]:
     return tuple(links)
 
 
+def nvml_pairs(value: object) -> tuple[GpuLink, ...]:
+    """NVML's ``[[a, b, "NV18"], ...]`` → every pair once (lower index first), at most the matrix's bound of GPUs."""
+    links: dict[tuple[int, int], str] = {}
+    for pair in _items(value):
+        if not isinstance(pair, list) or len(pair) != 3:
+            continue
+        a, b, name = _int(pair[0]), _int(pair[1]), short(pair[2], 16)
+        if a is None or b is None or a == b or not name or max(a, b) >= TOPOLOGY_GPUS or min(a, b) < 0:
+            continue
+        links.setdefault((min(a, b), max(a, b)), name)
+    return tuple(GpuLink(gpu_a=a, gpu_b=b, link=name) for (a, b), name in sorted(links.items()))
+
+
 def parse_context(value: object) -> NodeContext | None:
     """The document's ``context`` part (absent: not collected)."""
     if not isinstance(value, dict):
@@ -210,6 +223,10 @@ def parse_context(value: object) -> NodeContext | None:
         pass  # not read: no GPU looked starved, so no verdict needed it
     elif not topo:
         topology_error = "nvidia-smi is not installed"
+    elif "pairs" in topo:  # read through NVML (gpudiag_node.topology), named as topo -m names them
+        links = nvml_pairs(topo.get("pairs"))
+        if not links and (_int(topo.get("gpus")) or 0) > 1:
+            topology_error = "NVML named no GPU pair"
     elif topo.get("exit") == 0:
         text = _text(topo.get("stdout")) or ""
         links = parse_topology(text)

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gpudiag.logs.packs import Echo, Expectation, Pack, PackError, Registry, Signature, load_pack
+from gpudiag.logs.words import required_words
 from gpudiag.model import Host
 from gpudiag.model.request import LogOptions
 
@@ -77,7 +78,9 @@ class LogPlan:
             return None
         source = self.discovered.node_config()
         del source["path"]
-        return {"servers": [{"server": name, "regex": regex} for name, regex in self.servers], "source": source}
+        # "words": the node compiles a pattern only for a command line that holds one of them (logs/words.py)
+        return {"servers": [{"server": name, "regex": regex, "words": list(required_words(regex))}
+                            for name, regex in self.servers], "source": source}
 
     @property
     def key(self) -> str:

@@ -112,7 +112,7 @@ def test_the_command_quotes_everything_and_bounds_time() -> None:
     # The node-side modules travel as the gpudiag_node package, the probe among them, and the bundle runs it.
     assert b"\ngpudiag_node.probe s " in call.stdin and b"\ngpudiag_node.proc s " in call.stdin
     assert b"from gpudiag_node import jsoncodec, probe\n" \
-           b"    sys.exit(probe.main_with_config(jsoncodec.loads(_CONFIG)))\n" in call.stdin
+           b"    code = probe.main_with_config(jsoncodec.loads(_CONFIG), leaves=True)\n" in call.stdin
     assert call.stdin.endswith(b"''')\n")  # the payload, last: the loader does not compile it
     import shlex
 
