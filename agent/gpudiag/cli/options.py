@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gpudiag.cli import config
-from gpudiag.cli.params import Group, Param, Setting, Takes, takes
+from gpudiag.cli.params import Group, Param, Setting, Takes, ascii_port, takes
 from gpudiag.model.actions import Action
 from gpudiag.model.changes import FlapRule
 from gpudiag.model.choices import DrainLevel, OutputFormat, Source, TextFormat, Via
@@ -123,7 +123,7 @@ HOSTS = _in(HOSTS_PANEL,
           extra={"metavar": "USER"}),
     Param(name="port", type=int | None, fills=Setting(HostSelection, "port"),
           decls=("--port", "-p"), help="SSH port for the targets.",
-          extra={"metavar": "PORT"}),
+          extra={"metavar": "PORT", "parser": ascii_port}),
     Param(name="identity_file", type=str | None, fills=Setting(HostSelection, "identity_file"),
           decls=("--identity-file",),
           help="Private key (loaded once per run).", extra={"metavar": "FILE"}),

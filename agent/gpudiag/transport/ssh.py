@@ -130,7 +130,10 @@ class KeyRing:
         if full not in self._keys:
             try:
                 self._keys[full] = asyncssh.load_keypairs([full])
-            except (OSError, asyncssh.KeyImportError, asyncssh.KeyEncryptionError) as exc:
+            except OSError as exc:  # in words, not "[Errno 2] No such file or directory: 'id'"
+                raise KeyLoadError(f"identity file {path}: cannot read it ({(exc.strerror or str(exc)).lower()})") \
+                    from exc
+            except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError) as exc:
                 raise KeyLoadError(f"identity file {path}: {exc}") from exc
         return self._keys[full]
 

@@ -23,8 +23,9 @@ def refused(path: Path, why: str) -> None:
 def test_what_is_not_a_report_is_one_line(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo.json"
     os.mkfifo(fifo)
-    refused(fifo, "not a regular file")
-    refused(Path("/dev/zero"), "not a regular file")
+    refused(fifo, "not a regular file, not a report of gpudiag's")
+    refused(Path("/dev/zero"), "not a regular file, not a report of gpudiag's")
+    refused(tmp_path, "a folder, not a report of gpudiag's")  # was a traceback: [Errno 21] Is a directory: 3
     refused(tmp_path / "missing.json", "cannot read it (no such file or directory)")
     (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     refused(tmp_path / "deep.json", "not a JSON document gpudiag reads (nested too deeply, or a huge number)")
