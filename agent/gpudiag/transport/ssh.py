@@ -471,6 +471,8 @@ class SshTransport:
             if error is not None:
                 return type(error)(f"via bastion {endpoint.proxy_jump} (ProxyJump of {host.target}): {error}",
                                    reason=error.reason)
+        if isinstance(exc, asyncssh.ConfigParseError):  # a line of -F or ~/.ssh/config this host's options read
+            return TransportError(f"SSH config: {exc}")
         if isinstance(exc, asyncssh.PermissionDenied):
             return AuthFailed(f"login refused for user {endpoint.user} at {where} ({exc.reason})")
         if isinstance(exc, asyncssh.ConnectionLost) and exc.reason == "Login timeout expired":
