@@ -233,7 +233,7 @@ CHECKS = _in(CHECKS_PANEL,
     Param(name="expect", type=list[str], fills=Setting(SweepOptions, "expectations", _expectations),
           decls=("--expect",), extra={"metavar": "MODEL:FACT=V"},
           help="DRIVER_DRIFT: what a GPU model's hosts must run, e.g. \"NVIDIA H200:driver=580.159.04\" (FACT: "
-               "driver, cuda, vbios; MODEL * for all; repeatable; the config's [fleet.\"MODEL\"])."),
+               "driver, cuda, vbios; MODEL * for all; repeatable; the config's \\[fleet.\"MODEL\"])."),
     Param(name="expect_action", type=str | None, default=None,
           fills=Setting(SweepOptions, "expect_action", _expect_action), decls=("--expect-action",),
           extra={"metavar": "ACTION"},
