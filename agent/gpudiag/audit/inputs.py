@@ -59,6 +59,8 @@ def read_report(path: Path) -> SweepReport:
         raise InputError(f"{path}: not a gpudiag sweep report (gpudiag sweep --format json)")
     try:
         return from_document(document)
-    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+    except ValueError as exc:  # from_document's own sentence: "malformed ... document: missing key 'x'"
+        raise InputError(f"{path}: a gpudiag report this version cannot read ({str(exc)[:120]})") from None
+    except (KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise InputError(f"{path}: a gpudiag report this version cannot read ({type(exc).__name__}: "
                          f"{str(exc)[:80]})") from None

@@ -35,6 +35,9 @@ def test_what_is_not_a_report_is_one_line(tmp_path: Path) -> None:
     refused(tmp_path / "cut.json", "not JSON (line 1, column 41)")
     (tmp_path / "other.json").write_text('{"hello": 1}')
     refused(tmp_path / "other.json", "not a gpudiag sweep report (gpudiag sweep --format json)")
+    (tmp_path / "cut_host.json").write_text('{"schema": "gpudiag.sweep/3", "hosts": [{"x": 1}]}')
+    refused(tmp_path / "cut_host.json", "a gpudiag report this version cannot read (malformed gpudiag.sweep/4 "
+                                        "document: missing key 'started_at')")  # not "ValueError: malformed ..."
 
 
 def test_a_file_past_the_bound_is_not_read_whole(tmp_path: Path) -> None:
