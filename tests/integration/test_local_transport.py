@@ -86,14 +86,18 @@ def test_a_cancelled_run_ends_the_process_and_closes_its_pipes(tmp_path: Path) -
 
     async def cancelled() -> None:
         # Cancelled once the process runs (it wrote its pid), not at a fixed 0.5 s: on a busy machine the shell
-        # had not started by then, and the test read a pid file that was not there yet.
-        running = asyncio.ensure_future(LocalTransport().run(HOST, RemoteCommand(
+        # had not started by then, and the test read a pid file that was not there yet. The shell may run before
+        # its pipes are connected, so the cancel can land in the creation: the transport's owner then awaits
+        # close() (transport/spawn.py: what a cancelled run was still creating is ended there).
+        transport = LocalTransport()
+        running = asyncio.ensure_future(transport.run(HOST, RemoteCommand(
             command=f"echo $$ > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}; exec sleep 30")))
         while not pid_file.exists() and not running.done():
             await asyncio.sleep(0.01)
         running.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await running
+        await transport.close()
 
     asyncio.run(cancelled())
     with warnings.catch_warnings(record=True) as caught:
