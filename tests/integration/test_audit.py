@@ -75,9 +75,10 @@ def test_run_record_change_resolve_and_notify(small_cluster, tmp_path: Path, web
     assert new.returncode == 1, new.stderr
     lines = new.stdout.splitlines()
     assert lines[0].startswith("gpudiag ") and " new, 0 resolved since " in lines[0]
-    assert lines[1:] and all(line.startswith("NEW ") and "node-b GPU" in line and "BUSY_LOW_POWER" in line
-                             for line in lines[1:])
-    n_lines = len(lines) - 1  # folded: the same code on several GPUs of a host is one line
+    heads = [line for line in lines[1:] if not line.startswith(" ")]  # the sentence is indented under each
+    assert heads and all(line.startswith("NEW ") and "node-b GPU" in line and "BUSY_LOW_POWER" in line
+                         and line.endswith("  action: watch") for line in heads)
+    n_lines = len(heads)  # folded: the same code on several GPUs of a host is one change
     n_new = int(lines[0].split(": ", 1)[1].split(" new")[0])
 
     ongoing = cli(*args, "--format", "json")
@@ -90,8 +91,10 @@ def test_run_record_change_resolve_and_notify(small_cluster, tmp_path: Path, web
     play(hosts_json, NODES)
     resolved = cli(*args, "--only-changes")
     assert resolved.returncode == 0
-    assert len(resolved.stdout.splitlines()) == n_lines + 1
-    assert all(line.startswith("RESOLVED ") and "2 runs" in line for line in resolved.stdout.splitlines()[1:])
+    resolved_heads = [line for line in resolved.stdout.splitlines()[1:] if not line.startswith(" ")]
+    assert len(resolved_heads) == n_lines
+    assert all(line.startswith("RESOLVED ") and line.endswith("  resolved") for line in resolved_heads)
+    assert all("2 runs" in line for line in resolved.stdout.splitlines()[1:] if line.startswith("    open since"))
 
     states = [[f["state"] for f in body["findings"]] for body in webhook.bodies]
     assert states == [["new"] * n_new, ["resolved"] * n_new]  # exactly new + resolved; nothing for the rest

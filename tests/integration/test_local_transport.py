@@ -85,9 +85,19 @@ def test_a_cancelled_run_ends_the_process_and_closes_its_pipes(tmp_path: Path) -
     pid_file = tmp_path / "sh.pid"
 
     async def cancelled() -> None:
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(LocalTransport().run(HOST, RemoteCommand(command=f"echo $$ > {pid_file}; "
-                                                                            "exec sleep 30")), 0.5)
+        # Cancelled once the process runs (it wrote its pid), not at a fixed 0.5 s: on a busy machine the shell
+        # had not started by then, and the test read a pid file that was not there yet. The shell may run before
+        # its pipes are connected, so the cancel can land in the creation: the transport's owner then awaits
+        # close() (transport/spawn.py: what a cancelled run was still creating is ended there).
+        transport = LocalTransport()
+        running = asyncio.ensure_future(transport.run(HOST, RemoteCommand(
+            command=f"echo $$ > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}; exec sleep 30")))
+        while not pid_file.exists() and not running.done():
+            await asyncio.sleep(0.01)
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+        await transport.close()
 
     asyncio.run(cancelled())
     with warnings.catch_warnings(record=True) as caught:
@@ -117,13 +127,17 @@ def test_a_cancel_at_any_moment_of_the_start_ends_the_run_and_its_process(tmp_pa
         for _ in range(turns):  # the cancel lands that many loop turns into the run: spawn, pipes, wait
             await asyncio.sleep(0)
         running.cancel()
-        done, _ = await asyncio.wait({running}, timeout=3.0)
+        # A hung run never ends; a run on a busy machine ends late: 30 s tells them apart where 3 s did not.
+        done, _ = await asyncio.wait({running}, timeout=30.0)
         return bool(done)
 
     async def main() -> list[tuple[int, int]]:
         transport = LocalTransport()
-        hung = [(turns, i) for i, turns in enumerate(t for t in range(8) for _ in range(30))
-                if not await cancel_each(turns, i, transport)]
+        hung = []
+        for i, turns in enumerate(t for t in range(8) for _ in range(30)):
+            if not await cancel_each(turns, i, transport):
+                hung.append((turns, i))
+                break  # one hang says it; 240 of them would take two hours
         await transport.close()  # what a cancelled run was still starting is ended by now
         return hung
 

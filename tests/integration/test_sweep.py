@@ -179,16 +179,23 @@ def test_a_hung_nvidia_smi_is_a_finding_of_a_host_that_answered(sshd_cluster) ->
 
 def test_the_whole_collector_deadline_is_still_the_last_resort(sshd_cluster) -> None:  # type: ignore[no-untyped-def]
     """With a deadline as short as the smallest call bound (1 s), `timeout` ends the collector first: status
-    timeout, as before per-call bounds, and the hung stub is ended with the remote process group."""
+    timeout, as before per-call bounds, and the hung stub is ended with the remote process group.
+
+    On a busy machine (load 20 on 2 cores) the collector may not even reach nvidia-smi within its 1 s: the
+    outcome is the same, but the hang this test is about never happened. So the sweep is run again until one
+    run reached the stub (each run's outcome asserted), rather than failing on the machine's load."""
     (hang,) = sshd_cluster.hosts("hang")
     pid_file = sshd_cluster.hang_pid_file()
-    pid_file.unlink(missing_ok=True)
-    host = only(run_sweep([hang], dataclasses.replace(FAST, deadline_s=1.0)))
-    assert host.status is HostStatus.TIMEOUT
-    assert host.error == ("the collector did not finish within 1 s (nvidia-smi may be hung); "
-                          "the remote process was ended")
-    assert [f.code for f in host.findings] == ["HOST_UNREACHABLE"]
-    assert pid_file.exists(), "the fake nvidia-smi never hung, so this test proved nothing"
+    for _ in range(5):
+        pid_file.unlink(missing_ok=True)
+        host = only(run_sweep([hang], dataclasses.replace(FAST, deadline_s=1.0)))
+        assert host.status is HostStatus.TIMEOUT
+        assert host.error == ("the collector did not finish within 1 s (nvidia-smi may be hung); "
+                              "the remote process was ended")
+        assert [f.code for f in host.findings] == ["HOST_UNREACHABLE"]
+        if pid_file.exists():
+            break
+    assert pid_file.exists(), "the fake nvidia-smi never hung in 5 runs, so this test proved nothing"
     assert sshd_cluster.hung_stub_ended(wait_s=10.0)
 
 

@@ -46,7 +46,9 @@ def test_only_changes_at_80_columns(tmp_path: Path) -> None:
 
     _fits(run)
     changes = [line for line in run.screen if line.startswith("NEW ")]
-    assert any(" sglang-glm5 GPUs 0-7  BUSY_LOW_POWER: " in line for line in changes), run.text
+    # each change names its host, GPUs, code and action
+    assert "NEW       WARNING  sglang-glm5 GPUs 0-7  BUSY_LOW_POWER  action: watch" in changes, run.text
+    assert "NEW       CRITICAL spare-h200-03 GPU 4  ECC_UNCORRECTED  action: reset_gpu" in changes, run.text
     hosts = [line.split()[2] for line in changes]
     assert hosts == sorted(hosts)  # by host, then GPU
 

@@ -29,9 +29,11 @@ def read_bytes(path: Path, limit: int = MAX_REPORT_BYTES, what: str = "a report 
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise InputError(f"{path}: cannot read it ({(exc.strerror or str(exc)).lower()})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):  # before fdopen, which raises "[Errno 21] Is a directory: 3" for a folder
+        os.close(fd)
+        raise InputError(f"{path}: {'a folder' if stat.S_ISDIR(mode) else 'not a regular file'}, not {what}")
     with os.fdopen(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise InputError(f"{path}: not a regular file")
         data = file.read(limit + 1)
     if len(data) > limit:
         size = f"{limit // (1024 * 1024)} MiB" if limit >= 1024 * 1024 else f"{limit // 1024} KiB"
@@ -57,6 +59,8 @@ def read_report(path: Path) -> SweepReport:
         raise InputError(f"{path}: not a gpudiag sweep report (gpudiag sweep --format json)")
     try:
         return from_document(document)
-    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+    except ValueError as exc:  # from_document's own sentence: "malformed ... document: missing key 'x'"
+        raise InputError(f"{path}: a gpudiag report this version cannot read ({str(exc)[:120]})") from None
+    except (KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise InputError(f"{path}: a gpudiag report this version cannot read ({type(exc).__name__}: "
                          f"{str(exc)[:80]})") from None

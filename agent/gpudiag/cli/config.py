@@ -86,7 +86,14 @@ def read(path: Path) -> tuple[dict[str, object], str]:
     try:
         return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as exc:  # its message says "(at line N, column M)"
-        raise ConfigError(f"{path}: {exc}") from None
+        import re
+
+        said = str(exc)
+        said = said[:1].lower() + said[1:]
+        at = re.search(r" \(at line (\d+), column (\d+)\)$", said)  # file:line first, as every other error
+        if at is None:
+            raise ConfigError(f"{path}: not TOML: {said}") from None
+        raise ConfigError(f"{path}:{at[1]}: not TOML: {said[:at.start()]} at column {at[2]}") from None
     except RecursionError:
         raise ConfigError(f"{path}: nested too deeply to be a config file") from None
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gpudiag.cli import config
-from gpudiag.cli.params import Group, Param, Setting, Takes, takes
+from gpudiag.cli.params import Group, Param, Setting, Takes, ascii_port, takes
 from gpudiag.model.actions import Action
 from gpudiag.model.changes import FlapRule
 from gpudiag.model.choices import DrainLevel, OutputFormat, Source, TextFormat, Via
@@ -123,7 +123,7 @@ HOSTS = _in(HOSTS_PANEL,
           extra={"metavar": "USER"}),
     Param(name="port", type=int | None, fills=Setting(HostSelection, "port"),
           decls=("--port", "-p"), help="SSH port for the targets.",
-          extra={"metavar": "PORT"}),
+          extra={"metavar": "PORT", "parser": ascii_port}),
     Param(name="identity_file", type=str | None, fills=Setting(HostSelection, "identity_file"),
           decls=("--identity-file",),
           help="Private key (loaded once per run).", extra={"metavar": "FILE"}),
@@ -233,7 +233,7 @@ CHECKS = _in(CHECKS_PANEL,
     Param(name="expect", type=list[str], fills=Setting(SweepOptions, "expectations", _expectations),
           decls=("--expect",), extra={"metavar": "MODEL:FACT=V"},
           help="DRIVER_DRIFT: what a GPU model's hosts must run, e.g. \"NVIDIA H200:driver=580.159.04\" (FACT: "
-               "driver, cuda, vbios; MODEL * for all; repeatable; the config's [fleet.\"MODEL\"])."),
+               "driver, cuda, vbios; MODEL * for all; repeatable; the config's \\[fleet.\"MODEL\"])."),
     Param(name="expect_action", type=str | None, default=None,
           fills=Setting(SweepOptions, "expect_action", _expect_action), decls=("--expect-action",),
           extra={"metavar": "ACTION"},

@@ -35,6 +35,19 @@ def finite(value: float | None) -> float | None:
     return value
 
 
+def ascii_port(value: object) -> int:
+    """``--port``'s parser: ASCII digits only. Python's ``int()`` reads any Unicode digit, so ``--port ２２``
+    would reach port 22 although ssh reads no such port; a value from the config file is an int already."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    text = str(value)
+    if not (text.isascii() and text.isdigit()):
+        from gpudiag.model.ssh_target import not_ascii
+
+        raise typer.BadParameter(f"{text!r}: " + (not_ascii(text) or "expected a port number 1-65535"))
+    return int(text)
+
+
 @dataclass(frozen=True, slots=True)
 class Setting:
     """The field of a request value that an option fills: ``Setting(SweepOptions, "samples")``, and ``parse``

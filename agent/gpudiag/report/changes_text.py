@@ -1,17 +1,23 @@
 """What changed since the last recorded run, as text: ``--only-changes`` (the cron mail) and the tail of the
-table report. Folded as the report folds (the same change of one code on several GPUs of a host is one line
-naming ``GPUs 0-7``), ordered by host then GPU, one line per change cut to the width (a mail from cron keeps
-one line per change; the JSON has every word). Pure: returns text."""
+table report. Folded as the report folds (the same change of one code on several GPUs of a host is one change
+naming ``GPUs 0-7``), ordered by host then GPU. Each change is a line that names it whole (state, severity,
+host and GPUs, code and the action to take: what a reader scans and greps), then its sentence under it, cut
+to two lines: the text is at most 80 columns wide, as a mail from cron is read (the JSON has every word).
+Pure: returns text."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
+from gpudiag.model.actions import Action, highest
 from gpudiag.model.changes import ChangeSet, ChangeState, FindingChange, FlapRule
 from gpudiag.report.escape import safe
 from gpudiag.report.fold import index_ranges
 
-CHANGES_WIDTH = 160  # a pipe's width (the CLI's PIPE_WIDTH): what a caller that names none gets
+CHANGES_WIDTH = 80  # the widest the text gets: a cron mail is read at 80 columns, and a pipe is a mail
+SENTENCE_INDENT = "    "
+SENTENCE_LINES = 2  # the sentence under each change, cut after this many lines
 
 
 def _head(change: FindingChange) -> str:
@@ -41,8 +47,18 @@ def fit(line: str, width: int) -> str:
     return (cut.rsplit(" ", 1)[0] if " " in cut[-16:] else cut) + "…"
 
 
-def change_lines(changes: ChangeSet, flap: FlapRule = FlapRule()) -> list[str]:
-    """One uncut line per folded change: findings by host then GPU, then the hosts that went or came back."""
+def _action(head: str, found: Sequence[FindingChange]) -> str:
+    """What the change asks for: the finding's action (the highest of the GPUs folded); nothing once resolved."""
+    if head == "RESOLVED":
+        return "resolved"
+    action = highest([c.finding.action for c in found])
+    return f"action: {action.label}"
+
+
+def change_entries(changes: ChangeSet, flap: FlapRule = FlapRule()) -> list[tuple[str, str, str]]:
+    """Per folded change, its head (state, severity, host and GPUs, code), the action it asks for and its
+    sentence (empty for a host that went away or came back): findings by host then GPU, then the hosts.
+    Uncut; escaped."""
     groups: dict[tuple[str, str, str, str, bool], list[FindingChange]] = {}
     for change in changes.announced:
         f = change.finding
@@ -55,28 +71,50 @@ def change_lines(changes: ChangeSet, flap: FlapRule = FlapRule()) -> list[str]:
         first = min((c.finding.gpu for c in found if c.finding.gpu is not None), default=-1)
         return (host, first, code, head)
 
-    lines = []
+    entries = []
     for (host, head, severity, code, _), found in sorted(groups.items(), key=order):
         found = sorted(found, key=lambda c: -1 if c.finding.gpu is None else c.finding.gpu)
         gpus = [c.finding.gpu for c in found if c.finding.gpu is not None]
         where = host if not gpus else f"{host} GPU{'s' * (len(gpus) > 1)} {index_ranges(gpus)}"
-        lines.append(f"{head:<9} {severity.upper():<8} {where}  {code}: {_tail(head, found, flap)}")
+        entries.append((f"{head:<9} {severity.upper():<8} {where}  {code}", _action(head, found),
+                        _tail(head, found, flap)))
     for h in sorted(changes.hosts, key=lambda h: h.host):
         if h.came_back:
-            lines.append(f"{'BACK':<9} {'':<8} {h.host}  answers again (was {h.previous_status})")
+            entries.append((f"{'BACK':<9} {'':<8} {h.host}  answers again (was {h.previous_status})", "", ""))
         else:
-            lines.append(f"{'AWAY':<9} {'':<8} {h.host}  does not answer ({h.status})")
-    return [safe(line) for line in lines]  # node text (a summary quoting a log line, a host name): escaped
+            entries.append((f"{'AWAY':<9} {'':<8} {h.host}  does not answer ({h.status})",
+                            f"action: {Action.CHECK_NODE.label}", ""))
+    # node text (a summary quoting a log line, a host name): escaped
+    return [(safe(head), action, safe(sentence)) for head, action, sentence in entries]
+
+
+def _sentence(sentence: str, width: int) -> list[str]:
+    """The sentence under its change, indented, in at most :data:`SENTENCE_LINES` lines of ``width``."""
+    room = max(20, width - len(SENTENCE_INDENT))
+    lines = textwrap.wrap(sentence, width=room, break_long_words=True, break_on_hyphens=False)
+    if len(lines) > SENTENCE_LINES:
+        rest = " ".join(lines[SENTENCE_LINES - 1:])
+        lines = [*lines[:SENTENCE_LINES - 1], fit(rest, room)]
+    return [SENTENCE_INDENT + line for line in lines]
 
 
 def render_changes(changes: ChangeSet, flap: FlapRule = FlapRule(), *, width: int = CHANGES_WIDTH) -> str:
-    """``--only-changes``: a heading, then one line per change (:func:`change_lines`), each cut to ``width``;
-    empty text when nothing changed (cron mails nothing)."""
-    lines = change_lines(changes, flap)
-    if not lines:
+    """``--only-changes``: a heading, then per change its head line and its sentence under it, in ``width``
+    columns (at most :data:`CHANGES_WIDTH`); empty text when nothing changed (cron mails nothing)."""
+    width = min(width, CHANGES_WIDTH)
+    entries = change_entries(changes, flap)
+    if not entries:
         return ""
     since = f" since {changes.previous_started_at}" if changes.previous_started_at else " (first recorded run)"
     counts = {s: sum(1 for c in changes.announced if c.state is s) for s in ChangeState}
-    head = (f"gpudiag {changes.started_at}: {counts[ChangeState.NEW]} new, {counts[ChangeState.RESOLVED]} "
-            f"resolved{since}")
-    return "\n".join(fit(line, width) for line in [head, *lines])
+    lines = [fit(f"gpudiag {changes.started_at}: {counts[ChangeState.NEW]} new, {counts[ChangeState.RESOLVED]} "
+                 f"resolved{since}", width)]
+    for head, action, sentence in entries:
+        whole = f"{head}  {action}" if action else head
+        if len(whole) <= width:
+            lines.append(whole)
+        else:  # a long host name: the action on a line of its own rather than cut off
+            lines += [fit(head, width), *([SENTENCE_INDENT + action] if action else [])]
+        if sentence:
+            lines += _sentence(sentence, width)
+    return "\n".join(lines)

@@ -30,6 +30,8 @@ _JSON_RAW = re.compile("[" + "".join(chr(c) for c in _JSON_TABLE) + "]")
 
 def safe(text: str) -> str:
     """``text`` with every control and bidi character escaped (one line: a newline is escaped too)."""
+    if text.isascii() and text.isprintable():  # nothing to escape: most text, 3x faster than translate
+        return text
     return text.translate(_TABLE)
 
 

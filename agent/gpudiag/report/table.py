@@ -155,7 +155,9 @@ GPU_COLUMNS: tuple[GpuColumn, ...] = (
               wraps=True),
     GpuColumn(header="cc/SM", cell=lambda g, _: cc_cell(g), priority=10, left=True, nominal=10),
     GpuColumn(header="util %", cell=lambda g, _: _num(g.utilization_pct), priority=90, two_line_header=True),
-    GpuColumn(header="mem %", cell=lambda g, _: _num(g.memory_utilization_pct), priority=35, two_line_header=True),
+    # Above the temperature: a busy GPU at low power is not BUSY_LOW_POWER when its memory is busy (bandwidth-
+    # bound), and without this column nothing on screen said why (a hot GPU's reasons column says "thermal").
+    GpuColumn(header="mem %", cell=lambda g, _: _num(g.memory_utilization_pct), priority=45, two_line_header=True),
     GpuColumn(header="power", cell=lambda g, _: power_cell(g), priority=85, nominal=15),
     GpuColumn(header="SM clock", cell=lambda g, _: clock_cell(g), priority=50, unit_in_header=("SM MHz", " MHz"),
               nominal=13),
@@ -343,7 +345,8 @@ def _gpu_table(groups: Sequence[tuple[tuple[str, ...], HostBlock]], width: int,
     out: list[RenderableType | str] = [table]
     left_out = [COLUMNS[p] for p in layout.applies if p not in layout.shown]
     if left_out:  # said, so that a missing column reads as "no room", not "not measured"
-        out.append(safe_text(f"(not shown at {width} columns: {', '.join(left_out)})", style="dim" if color else ""))
+        out.append(safe_text(f"(not shown at {width} columns: {', '.join(left_out)}; a wider terminal shows them)",
+                             style="dim" if color else ""))
     return out
 
 

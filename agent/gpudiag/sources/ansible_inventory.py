@@ -156,7 +156,8 @@ class _Tree:
 
     def add_host(self, pattern: str, group: str, host_vars: Mapping[str, object], where: str) -> None:
         name_part, port = pattern, None
-        if pattern.count(":") == 1 and not pattern.endswith("]") and pattern.rsplit(":", 1)[1].isdigit():
+        tail = pattern.rpartition(":")[2]
+        if pattern.count(":") == 1 and not pattern.endswith("]") and tail.isascii() and tail.isdigit():
             name_part, port = pattern.rsplit(":", 1)  # Ansible's host:port
         for name in expand_range(name_part, where):
             self.order.setdefault(name)
@@ -269,7 +270,7 @@ def _ini_value(value: str, where: str) -> object:
         except (ValueError, SyntaxError):
             return value
         return literal if isinstance(literal, str) else value
-    return int(value) if value.isdigit() else value
+    return int(value) if value.isascii() and value.isdigit() else value  # int() reads "２２" as 22
 
 
 def _entries(file: str, node: Node | None, where: str) -> Iterator[tuple[str, Node, str]]:

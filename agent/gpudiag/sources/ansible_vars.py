@@ -16,9 +16,11 @@ import string
 from collections.abc import Mapping
 
 from gpudiag.model import Host
+from gpudiag.model.ssh_target import not_ascii, not_printable
 
 _RANGE = re.compile(r"\[([^\]]*)\]")
 _JUMP = re.compile(r"(?:[^@\s:,]+@)?[^@\s:/,]+(?::([0-9]+))?")
+_SSH_WORDS = ("ansible_host", "ansible_user", "ansible_port", "ansible_ssh_private_key_file")
 _ALIASES = {"ansible_ssh_host": "ansible_host", "ansible_ssh_user": "ansible_user",
             "ansible_ssh_port": "ansible_port", "ansible_private_key_file": "ansible_ssh_private_key_file"}
 
@@ -30,6 +32,8 @@ class AnsibleInventoryError(Exception):
 
 def expand_range(pattern: str, where: str) -> tuple[str, ...]:
     """Ansible's host ranges: ``gpu[01:16]``, ``gpu[1:9:2]``, ``node[a:c]``; several brackets multiply."""
+    if (problem := not_ascii(pattern)) is not None:  # "２２７.0.1.5" would resolve to 227.0.1.5
+        raise AnsibleInventoryError(f"{where}: bad host name {pattern!r}: {problem}")
     match = _RANGE.search(pattern)
     if not match:
         if not pattern or any(c.isspace() or c in "[]," for c in pattern):
@@ -79,10 +83,13 @@ def host_from_vars(name: str, merged: Mapping[str, tuple[object, str]], groups: 
         if "{{" in str(value) or "{%" in str(value):
             raise AnsibleInventoryError(f"{where}: {key}: a Jinja2 template ({value}): gpudiag does not evaluate "
                                         "templates")
+        problem = (not_printable if key == "ansible_ssh_private_key_file" else not_ascii)(str(value))
+        if key in _SSH_WORDS and problem is not None:  # a fullwidth digit would reach another address
+            raise AnsibleInventoryError(f"{where}: {key}: {str(value)!r} {problem}")
         return str(value)
 
     port_text = text("ansible_port")
-    if port_text is not None and not (port_text.isdigit() and 1 <= int(port_text) <= 65535):
+    if port_text is not None and not (port_text.isascii() and port_text.isdigit() and 1 <= int(port_text) <= 65535):
         raise AnsibleInventoryError(f"{values['ansible_port'][1]}: ansible_port: expected 1-65535, got {port_text!r}")
     jump, known_hosts = None, None
     for key in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):

@@ -23,7 +23,7 @@ import math
 import re
 from collections.abc import Iterable
 
-from gpudiag.model.ssh_target import HostPatternError
+from gpudiag.model.ssh_target import HostPatternError, not_ascii
 
 __all__ = ["MAX_NAMES", "HostPatternError", "expand", "fold"]
 
@@ -127,7 +127,10 @@ def _parse_item(pattern: str, item: str) -> list[list[str]]:
         if index % 2 == 0:  # text outside brackets
             if not _NAME_CHARS.fullmatch(part):
                 bad = next(c for c in part if not _NAME_CHARS.fullmatch(c))
-                raise HostPatternError(f"bad host pattern {pattern!r}: unexpected character {bad!r}")
+                said = f"unexpected character {bad!r}"
+                if (problem := not_ascii(bad)) is not None:  # a fullwidth digit, a zero-width space: in words
+                    said = f"{problem} (a host name in other letters: its xn-- form)"
+                raise HostPatternError(f"bad host pattern {pattern!r}: {said}")
             if part:
                 segments.append([part])
         else:

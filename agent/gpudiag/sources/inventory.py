@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from gpudiag.model import Host
-from gpudiag.model.ssh_target import split_target
+from gpudiag.model.ssh_target import not_ascii, not_printable, split_target
 from gpudiag.sources.ansible_inventory import AnsibleInventoryError, detect, load_ansible  # Ansible's INI and YAML
 from gpudiag.sources.hostlist import HostPatternError, expand, fold
 from gpudiag.sources.targets import Target, TargetError, resolve_target  # user@host:port, @group, ^file, - (stdin)
@@ -172,6 +172,9 @@ def check_user(user: str) -> None:
     another control character), before any connection rather than at each host's."""
     if any(c in _CONTROL or c.isspace() for c in user):
         raise InventoryError(f"user {user!r} holds a space or a control character")
+    problem = not_ascii(user)
+    if problem is not None:
+        raise InventoryError(f"user {user!r} {problem}")
 
 
 def describe(hosts: Iterable[Host]) -> list[dict[str, object]]:
@@ -368,6 +371,9 @@ class _Reader:
             raise self.error(node, where, f"{value!r} holds a space")
         if any(c in _CONTROL for c in value):  # a NUL would fail only at connect time, on every run
             raise self.error(node, where, f"{value!r} holds a control character")
+        problem = not_ascii(value) if key in ("address", "user", "jump") else not_printable(value)
+        if key in ("address", "user", "jump", "identity_file", "known_hosts") and problem is not None:
+            raise self.error(node, where, f"{value!r} {problem}")
         if key == "jump" and not valid_jump(value):
             raise self.error(node, where, f"expected [user@]host[:port] (an IPv6 host in brackets: [::1]:22) with a "
                                           f"port 1-65535, got {value!r}")

@@ -112,10 +112,15 @@ SOURCES: tuple[HostSource, ...] = (DemoCluster(), InventoryFile(), CommandLineTa
 
 def select_hosts(selection: HostSelection, sources: Sequence[HostSource] = SOURCES) -> SelectedHosts:
     """The hosts from every source the selection asks, in order, each once (the first wins), then narrowed."""
+    from gpudiag.model.ssh_target import not_ascii, not_printable
     from gpudiag.sources.inventory import check_user, select, valid_jump
 
     if selection.user is not None:
         check_user(selection.user)  # a NUL, a control character or a space fails before any connection
+    if selection.jump is not None and (problem := not_ascii(selection.jump)) is not None:
+        raise SelectionError(f"-J {selection.jump!r}: {problem}")
+    if selection.identity_file is not None and (problem := not_printable(selection.identity_file)) is not None:
+        raise SelectionError(f"--identity-file {selection.identity_file!r}: {problem}")
     if selection.jump is not None and not valid_jump(selection.jump):
         raise SelectionError(f"-J {selection.jump}: expected [user@]host[:port] (an IPv6 host in brackets: "
                              "ops@[::1]:22)")

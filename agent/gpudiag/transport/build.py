@@ -51,6 +51,8 @@ def ssh_options(request: SshRequest, hosts: Sequence[Host], *, keep_connections:
                          accept_new_host_keys=request.accept_new_host_keys, keep_connections=keep_connections,
                          pacing=pacing(request))
     if request.known_hosts:
+        if Path(request.known_hosts).expanduser().is_dir():  # else each host: "cannot connect: Is a directory"
+            raise SshConfigError(f"--known-hosts {request.known_hosts}: a folder, not a known_hosts file")
         options.known_hosts = (request.known_hosts,)
     if request.ssh_config is not None:
         if not request.ssh_config.is_file():

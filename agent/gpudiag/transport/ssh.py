@@ -130,7 +130,10 @@ class KeyRing:
         if full not in self._keys:
             try:
                 self._keys[full] = asyncssh.load_keypairs([full])
-            except (OSError, asyncssh.KeyImportError, asyncssh.KeyEncryptionError) as exc:
+            except OSError as exc:  # in words, not "[Errno 2] No such file or directory: 'id'"
+                raise KeyLoadError(f"identity file {path}: cannot read it ({(exc.strerror or str(exc)).lower()})") \
+                    from exc
+            except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError) as exc:
                 raise KeyLoadError(f"identity file {path}: {exc}") from exc
         return self._keys[full]
 
@@ -468,6 +471,8 @@ class SshTransport:
             if error is not None:
                 return type(error)(f"via bastion {endpoint.proxy_jump} (ProxyJump of {host.target}): {error}",
                                    reason=error.reason)
+        if isinstance(exc, asyncssh.ConfigParseError):  # a line of -F or ~/.ssh/config this host's options read
+            return TransportError(f"SSH config: {exc}")
         if isinstance(exc, asyncssh.PermissionDenied):
             return AuthFailed(f"login refused for user {endpoint.user} at {where} ({exc.reason})")
         if isinstance(exc, asyncssh.ConnectionLost) and exc.reason == "Login timeout expired":

@@ -69,10 +69,11 @@ def test_changes_text_and_json(tmp_path: Path) -> None:
     text = render_changes(changes)
     assert text.splitlines() == [
         "gpudiag 2025-06-01T12:05:00Z: 2 new, 0 resolved since 2025-06-01T12:00:00Z",
-        "NEW       CRITICAL gpu01 GPU 1  BUSY_LOW_POWER: GPU 0 reads 100% utilization but draws 13% of its 700 W "
-        "limit.",
-        "NEW       CRITICAL gpu02  HOST_UNREACHABLE: GPU 0 reads 100% utilization but draws 13% of its 700 W limit.",
-        "AWAY               gpu02  does not answer (timeout)"]
+        "NEW       CRITICAL gpu01 GPU 1  BUSY_LOW_POWER  action: none",
+        "    GPU 0 reads 100% utilization but draws 13% of its 700 W limit.",
+        "NEW       CRITICAL gpu02  HOST_UNREACHABLE  action: none",  # a hand-built finding: no rung
+        "    GPU 0 reads 100% utilization but draws 13% of its 700 W limit.",
+        "AWAY               gpu02  does not answer (timeout)  action: check_node"]
     doc = annotate(to_document(now), now, changes, 2)
     assert doc["hosts"][0]["findings"][0]["change"] == {"state": "new", "since": "2025-06-01T12:05:00Z", "runs": 1,
                                                         "flapping": False}

@@ -23,8 +23,9 @@ def refused(path: Path, why: str) -> None:
 def test_what_is_not_a_report_is_one_line(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo.json"
     os.mkfifo(fifo)
-    refused(fifo, "not a regular file")
-    refused(Path("/dev/zero"), "not a regular file")
+    refused(fifo, "not a regular file, not a report of gpudiag's")
+    refused(Path("/dev/zero"), "not a regular file, not a report of gpudiag's")
+    refused(tmp_path, "a folder, not a report of gpudiag's")  # was a traceback: [Errno 21] Is a directory: 3
     refused(tmp_path / "missing.json", "cannot read it (no such file or directory)")
     (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     refused(tmp_path / "deep.json", "not a JSON document gpudiag reads (nested too deeply, or a huge number)")
@@ -34,6 +35,9 @@ def test_what_is_not_a_report_is_one_line(tmp_path: Path) -> None:
     refused(tmp_path / "cut.json", "not JSON (line 1, column 41)")
     (tmp_path / "other.json").write_text('{"hello": 1}')
     refused(tmp_path / "other.json", "not a gpudiag sweep report (gpudiag sweep --format json)")
+    (tmp_path / "cut_host.json").write_text('{"schema": "gpudiag.sweep/3", "hosts": [{"x": 1}]}')
+    refused(tmp_path / "cut_host.json", "a gpudiag report this version cannot read (malformed gpudiag.sweep/4 "
+                                        "document: missing key 'started_at')")  # not "ValueError: malformed ..."
 
 
 def test_a_file_past_the_bound_is_not_read_whole(tmp_path: Path) -> None:

@@ -20,16 +20,20 @@ def refused(tmp_path: Path, path: Path, why: str, **env: str) -> None:
 def test_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
     fifo = tmp_path / "config.toml"
     os.mkfifo(fifo)
-    refused(tmp_path, fifo, f"{fifo}: not a regular file")
-    refused(tmp_path, fifo, f"{fifo}: not a regular file",
+    refused(tmp_path, fifo, f"{fifo}: not a regular file, not a config file")
+    refused(tmp_path, fifo, f"{fifo}: not a regular file, not a config file",
             GPUDIAG_CONFIG=str(fifo))
+
+
+def test_a_folder_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    refused(tmp_path, tmp_path, f"{tmp_path}: a folder, not a config file")  # was "[Errno 21] Is a directory: 3"
 
 
 def test_a_device_is_refused() -> None:
     import tempfile
 
     with tempfile.TemporaryDirectory() as home:
-        refused(Path(home), Path("/dev/zero"), "/dev/zero: not a regular file")
+        refused(Path(home), Path("/dev/zero"), "/dev/zero: not a regular file, not a config file")
 
 
 def test_a_huge_file_is_refused(tmp_path: Path) -> None:

@@ -66,7 +66,7 @@ def test_the_environment_and_the_default_path_name_the_file(tmp_path: Path, conf
     ('[defaults]\nnonsense = 1\n', "{path}:2: [defaults] nonsense: unknown key (no command has such an option)"),
     ('[defaults]\nsamples = 2.5\n', "{path}:2: [defaults] samples: expected an integer, not 2.5"),
     ('[sweeep]\nsamples = 2\n', "{path}:1: sweeep: unknown table [sweeep] (known: defaults, fleet, sweep, local"),
-    ('[sweep]\nsamples = = 2\n', "{path}: Invalid value (at line 2, column 11)"),
+    ('[sweep]\nsamples = = 2\n', "{path}:2: not TOML: invalid value at column 11"),
     ('[fleet]\naction = "x"\n', "{path}:2: [fleet] action: expected one of none, watch, restart_workload"),
     ('[fleet."NVIDIA H200"]\ndrivr = "580"\n',
      '{path}:2: [fleet."NVIDIA H200"] drivr: unknown key (known: driver, cuda, vbios)'),

@@ -123,3 +123,13 @@ def test_a_threshold_help_quotes_the_default_where_it_is_defined(monkeypatch: py
 def test_the_root_help_names_no_bool_either() -> None:
     done = CliRunner().invoke(app, ["-h"], env=ENV, prog_name="gpudiag", terminal_width=80)
     assert done.exit_code == 0 and "--version" in done.stdout and "<bool>" not in done.stdout
+
+
+def test_no_help_text_loses_a_bracket_to_rich_markup() -> None:
+    """rich reads ``[word...]`` as a style tag and drops it: ``--expect``'s help said "the config's )." for "the
+    config's [fleet."MODEL"]". A bracket that opens with a letter, ``#``, ``/`` or ``@`` (rich's tag start) must
+    be escaped, ``\\[``."""
+    tag = re.compile(r"(?<!\\)\[[a-z#/@][^\[]*?\]")
+    eaten = {opt: help_text for command in _commands().values() for param in command.params
+             for opt in param.opts if (help_text := getattr(param, "help", "") or "") and tag.search(help_text)}
+    assert eaten == {}

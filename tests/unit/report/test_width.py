@@ -48,9 +48,22 @@ def test_columns_go_by_priority_and_are_said() -> None:
     narrow, wide = render_table(_cluster(), width=80), render_table(_cluster(), width=200)
 
     # The slow link makes PCIe matter more than the GPU's name at 80 columns.
-    assert "(not shown at 80 columns: name, cc/SM, mem %, temp °C)" in narrow
+    assert "(not shown at 80 columns: name, cc/SM, mem %, temp °C; a wider terminal shows them)" in \
+        narrow.replace("\n", " ")
     assert "not shown" not in wide and "cc/SM" in wide and "SM clock" in wide
     assert "PCIe" in narrow.splitlines()[1]  # a link below its maximum makes PCIe matter
+
+
+def test_memory_utilization_stays_at_80_columns() -> None:
+    """A GPU busy at 59% of its power limit is not BUSY_LOW_POWER when its memory is busy (bandwidth-bound):
+    at 80 columns the table dropped ``mem %``, so nothing on screen said why it was not flagged (issue 30
+    item 8). The temperature gives way first (a hot GPU's reasons say "thermal")."""
+    gpus = [gpu(index=i, utilization_pct=99.0, memory_utilization_pct=99.0, power_w=413.0) for i in range(8)]
+    text = render_table(sweep(host_report("infer-h200-02", gpus)), width=80)
+    header = "\n".join(text.splitlines()[:2])
+
+    assert "mem" in header and "temp" not in header
+    assert "temp °C" in text.replace("\n", " ") and "a wider terminal shows them" in text.replace("\n", " ")
 
 
 def test_the_columns_shown_depend_on_the_width_alone() -> None:
