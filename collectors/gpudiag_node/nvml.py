@@ -239,12 +239,14 @@ class _Watch(object):
                 self.per_gpu[index] = found
         self.t0 = time.time()
 
-    def start(self, handles):
+    def start(self, handles, rows):
+        """``rows``: the GPUs' static rows, whose MIG mode GPM needs (not read twice)."""
         if self.watcher is not None and self.per_gpu:
             self.watcher.start(self.per_gpu)
+        mig = {row.get("index"): row.get("mig_mode_enabled") for row in rows}
         for index in sorted(self.per_gpu):
             try:
-                self.gpm_started[index] = (gpm.begin(self.r.nv, handles[index]), time.monotonic())
+                self.gpm_started[index] = (gpm.begin(self.r.nv, handles[index], mig.get(index)), time.monotonic())
             except gpm.Unavailable as exc:
                 self.gpm[str(index)] = {"why": str(exc)}
             except self.r.lost:
@@ -320,7 +322,7 @@ def collect(pynvml, samples, interval_s, watcher=None, topology_if=None, shutdow
             except r.lost + r.not_applicable + (r.error,) as exc:
                 out["gpus"].append({"index": index, "lost": True, "error": str(exc)})
         watch = _Watch(r, handles, watcher)
-        watch.start(handles)
+        watch.start(handles, out["gpus"])
         nvlink_end = links.nvml_window(r, handles)  # the links' counters now, and again at the end
         start_energy = {}
         # One sample has no window to average over (and the counter reads cost an H200 4 ms each).
