@@ -26,8 +26,9 @@ def _why(exc):
     return "%s: %s" % (type(exc).__name__, exc)
 
 
-def begin(nv, handle):
-    """The first sample, or :class:`Unavailable` (an older GPU, a driver or binding without GPM, MIG)."""
+def begin(nv, handle, mig_enabled=None):
+    """The first sample, or :class:`Unavailable` (an older GPU, a driver or binding without GPM, MIG).
+    ``mig_enabled``: the GPU's MIG mode as its row already read it (1/0), or None: read here."""
     if not hasattr(nv, "nvmlGpmQueryDeviceSupport") or not hasattr(nv, "c_nvmlGpmMetricsGet_t"):
         raise Unavailable("the NVML binding has no GPM functions")
     try:
@@ -36,10 +37,12 @@ def begin(nv, handle):
         raise Unavailable("nvmlGpmQueryDeviceSupport: " + _why(exc)) from exc
     if not support.isSupportedDevice:
         raise Unavailable("the GPU does not support GPM (Hopper and newer do)")
-    try:
-        mig = nv.nvmlDeviceGetMigMode(handle)[0] if hasattr(nv, "nvmlDeviceGetMigMode") else 0
-    except Exception:
-        mig = 0
+    mig = mig_enabled
+    if mig is None:
+        try:
+            mig = nv.nvmlDeviceGetMigMode(handle)[0] if hasattr(nv, "nvmlDeviceGetMigMode") else 0
+        except Exception:
+            mig = 0
     if mig:
         raise Unavailable("MIG is enabled: GPM is read per GPU instance, not per GPU")
     sample = nv.nvmlGpmSampleAlloc()

@@ -18,6 +18,7 @@ tested on recorded output and this script stays small.
 # Only what every run needs is imported here: argparse, ctypes and re where they are used, threads through
 # proc.Thread (not the threading module), JSON through jsoncodec (not the json package, which imports re). The
 # collector starts once per node per sweep, and its start-up is most of its own cost.
+import gc
 import sys
 import time
 
@@ -300,6 +301,7 @@ def main_with_config(raw, leaves=False):
         return 0
     from . import stream
 
+    gc.enable()  # the bundle turned it off for a one-shot run; a process that stays must collect its cycles
     return stream.serve(config, collect_round, _emit)
 
 

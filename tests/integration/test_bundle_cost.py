@@ -35,20 +35,29 @@ try:
     exec(sys.argv[1])  # the loader a node runs, reading the bundle from stdin
 except SystemExit:
     pass
+import gc
+collecting = gc.isenabled()
 import pynvml
 from gpudiag_node import context, gpm, nvml
-sys.stderr.write(repr(([n for n in compiled if n != "<gpudiag>"], sorted(sys.modules))))
+sys.stderr.write(repr(([n for n in compiled if n != "<gpudiag>"], sorted(sys.modules), collecting)))
 """
 HEAVY = {"json", "re", "enum", "subprocess", "threading", "functools", "collections", "string", "shutil",
          "ctypes.util", "signal", "selectors", "importlib.util", "warnings"}
 
 
-def _run(script: bytes) -> tuple[dict[str, object], list[str], set[str]]:
-    done = subprocess.run([sys.executable, "-I", "-S", "-c", DRIVER, loader(script, watched=False)], input=script,
-                          capture_output=True, timeout=60, env={"PATH": "/nonexistent", "LC_ALL": "C"})
+def _run(script: bytes, *, stdin: bytes = b"") -> tuple[dict[str, object], list[str], set[str]]:
+    doc, compiled, modules, _ = _run_collecting(script, stdin=stdin)
+    return doc, compiled, modules
+
+
+def _run_collecting(script: bytes, *, stdin: bytes = b"") -> tuple[dict[str, object], list[str], set[str], bool]:
+    """The document, what was compiled, the modules loaded, and whether the cyclic GC was on at the end."""
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", DRIVER, loader(script, watched=False)],
+                          input=script + stdin, capture_output=True, timeout=60,
+                          env={"PATH": "/nonexistent", "LC_ALL": "C"})
     assert done.returncode == 0, done.stderr
-    compiled, modules = eval(done.stderr.decode())  # noqa: S307 - our own driver's repr of two lists
-    return json.loads(done.stdout), compiled, set(modules)
+    compiled, modules, collecting = eval(done.stderr.decode())  # noqa: S307 - our own driver's repr
+    return json.loads(done.stdout.splitlines()[0]), compiled, set(modules), collecting
 
 
 def test_the_same_interpreter_compiles_nothing_and_imports_nothing_heavy() -> None:
@@ -71,3 +80,13 @@ def test_another_interpreter_compiles_the_sources_into_the_same_document() -> No
     for volatile in (doc, same):
         volatile.pop("nvml_unavailable")  # names the library search's paths, the same in both
     assert doc == same
+
+
+def test_a_one_shot_collector_runs_without_the_cyclic_gc_and_a_streaming_one_with_it() -> None:
+    """The imports' collections cost a one-shot node 1-2 ms to free nothing before its os._exit; a collector that
+    stays (gpudiag watch) must collect its cycles."""
+    one_shot = _run_collecting(bundle({"samples": 1, "interval_s": 0.0, "source": "auto"}))
+    assert one_shot[0]["nvidia_smi"]["status"] == "missing" and one_shot[3] is False
+    streaming = _run_collecting(bundle({"samples": 1, "interval_s": 0.0, "source": "auto", "stream": True}),
+                                stdin=b"\n")
+    assert streaming[0]["stream"]["round"] == 1 and streaming[3] is True

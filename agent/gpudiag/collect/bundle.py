@@ -33,6 +33,11 @@ _BOOTSTRAP = '''# gpudiag collector bundle: run as `python3 -`. Modules travel c
 # Plain classes and binascii: importlib.abc and base64 alone would double the collector's start-up; the
 # configuration is JSON read by gpudiag_node.jsoncodec (the json package would import re). ModuleSpec from
 # the import system already loaded, not from importlib.machinery (which imports importlib and warnings).
+# No cyclic garbage collection in a one-shot collector: the imports' classes and code objects set off
+# collections that walk every object so far (1-2 ms of a node's CPU), to free nothing before os._exit. A
+# streaming collector turns it back on (gpudiag_node.probe.main_with_config).
+import gc
+gc.disable()
 import binascii, marshal, os, sys, zlib
 try:
     from _frozen_importlib import ModuleSpec

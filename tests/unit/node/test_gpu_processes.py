@@ -246,3 +246,17 @@ def test_gpm_unsupported_says_why() -> None:
     nv, calls = nvml_with_processes(gpm_supported=False)
     out = collect(nv, 2, 0.0, None)
     assert calls == [] and out["gpm"] == {"0": {"why": "the GPU does not support GPM (Hopper and newer do)"}}
+
+
+@pytest.mark.parametrize("mig", [0, 1])
+def test_gpm_takes_the_mig_mode_its_row_read(mig: int) -> None:
+    """nvmlDeviceGetMigMode is called once per GPU (its row's mig_mode_enabled), not again by GPM."""
+    nv, calls = nvml_with_processes()
+    asked: list[int] = []
+    nv.nvmlDeviceGetMigMode = lambda h: asked.append(h) or (mig, mig)  # type: ignore[attr-defined]
+    out = collect(nv, 1, 0.0, None)
+    assert sorted(asked) == [0, 1] and [g["mig_mode_enabled"] for g in out["gpus"]] == [mig, mig]
+    if mig:
+        assert calls == [] and out["gpm"] == {"0": {"why": "MIG is enabled: GPM is read per GPU instance, not per GPU"}}
+    else:
+        assert calls == [("sample", 0), ("sample", 0)] and out["gpm"]["0"]["sm_active_pct"] == 0.76

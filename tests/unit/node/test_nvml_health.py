@@ -128,3 +128,57 @@ def test_nvlink_counters_at_both_ends_of_the_window() -> None:
         NvLink(link=1, active=False, crc_errors=0, replay_errors=0, recovery_errors=0, crc_errors_rise=0,
                replay_errors_rise=0, recovery_errors_rise=0))
     assert g.nvlink_window_s is not None and g.nvlink_window_s >= 0.0
+
+
+def _logging_field_values(nv: types.ModuleType, *, whole_call_fails: bool = False,
+                          codes: dict[int, int] | None = None) -> list[list[int]]:
+    """Wrap ``nv``'s field values to log each call's field ids; ``whole_call_fails``: a call of several fields
+    raises NVMLError_Unknown; ``codes``: a field's own nvmlReturn_t in place of its value."""
+    asked: list[list[int]] = []
+    answer = nv.nvmlDeviceGetFieldValues
+
+    def values(handle: Any, ids: list[Any]) -> list[Any]:
+        asked.append(list(ids))
+        if whole_call_fails and len(ids) > 1:
+            raise nv.NVMLError_Unknown("Unknown Error")
+        out = answer(handle, ids)
+        for value in out:
+            value.nvmlReturn = (codes or {}).get(value.fieldId, value.nvmlReturn)
+        return out
+
+    nv.nvmlDeviceGetFieldValues = values  # type: ignore[attr-defined]
+    return asked
+
+
+def test_a_rows_field_values_are_read_in_one_call() -> None:
+    """The static row's four fields (retired pages, recovery action) in one call, each sample's two (instant
+    power, HBM temperature) in another: what one call per field read."""
+    nv = healthy_h200()
+    asked = _logging_field_values(nv)
+    out = collect(nv, 2, 0.0)
+    static = sorted([nv.NVML_FI_DEV_RETIRED_SBE, nv.NVML_FI_DEV_RETIRED_DBE, nv.NVML_FI_DEV_RETIRED_PENDING,
+                     nv.NVML_FI_DEV_GET_GPU_RECOVERY_ACTION])
+    per_sample = sorted([nv.NVML_FI_DEV_POWER_INSTANT, nv.NVML_FI_DEV_MEMORY_TEMP])
+    rows = [sorted(ids) for ids in asked if nv.NVML_FI_DEV_NVLINK_LINK_COUNT not in ids]
+    assert rows == [static, per_sample, per_sample]
+    assert [s["rows"][0]["memory_temperature_c"] for s in out["samples"]] == [36, 36]
+    assert [s["rows"][0]["power_instant_w"] for s in out["samples"]] == [121.5, 121.5]
+
+
+def test_a_failed_field_call_is_asked_field_by_field() -> None:
+    """A driver that fails the call of several fields as a whole: each field alone, the same readings."""
+    nv = healthy_h200(fields={pynvml.NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: 1})
+    asked = _logging_field_values(nv, whole_call_fails=True)
+    (g,) = parse_probe(doc_from(nv, samples=1)).gpus
+    assert (g.gpu_recovery_action, g.memory_temperature_c, g.power_instant_w) == ("gpu_reset", 36.0, 121.5)
+    assert g.failed_readings == () and sum(len(ids) == 1 for ids in asked) >= 6
+
+
+def test_one_fields_error_is_that_readings_alone() -> None:
+    """A field's own error code (here UNKNOWN, 999) fails that reading only, named as before."""
+    nv = healthy_h200()
+    _logging_field_values(nv, codes={pynvml.NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: 999})
+    row = collect(nv, 1, 0.0)["gpus"][0]
+    assert row["gpu_recovery_action"] is None and row["retired_pages_sbe"] is None
+    assert row["errors"] == {"gpu_recovery_action": "nvmlDeviceGetFieldValues(NVML_FI_DEV_GET_GPU_RECOVERY_ACTION): "
+                                                    "return code 999"}
