@@ -6,6 +6,8 @@ Run from the repository root (the device machine: ``bench/device_fleet.sh``)::
 
     python3 bench/fleet_tree.py --sizes 1000,3000,10000 --peers-at 10000
     python3 bench/fleet_tree.py --sizes 200 --peers-at 200 --gateways 2x2    # a small check anywhere
+    python3 bench/fleet_tree.py --sizes 10000 --runs tree --save rows.jsonl    # one run of one size (a device call)
+    python3 bench/fleet_tree.py --summary a.jsonl b.jsonl                      # the table and ratios of saved runs
 
 The fleet starts in seconds at any size: one ``sshd`` on the wildcard address serves every loopback address
 (``tests/loopback.py``'s :func:`running_fleet`), each node a healthy 8-GPU H200 stub. The gateways are loopback
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import shlex
@@ -100,7 +103,11 @@ def measured(label: str, argv: Sequence[str], cluster: SshdCluster, env: dict[st
                answered=answered, sshd_cpu_s=sshd, other_cpu_s=other, note=note)
 
 
-def one_size(size: int, first: int, second: int, peers: bool, work: Path, direct_flags: Sequence[str]) -> list[Row]:
+RUNS = ("direct", "tree", "clush-flat", "clush-tree")  # --runs: which of the four; the clush ones at --peers-at only
+
+
+def one_size(size: int, first: int, second: int, runs: Sequence[str], work: Path,
+             direct_flags: Sequence[str]) -> list[Row]:
     nodes = [extra_address(i) for i in range(size)]
     gw1, gw2 = gateway_addresses(first, second)
     (work / "fleet").mkdir()
@@ -113,18 +120,19 @@ def one_size(size: int, first: int, second: int, peers: bool, work: Path, direct
         env = {**ENV, "CLUSTERSHELL_GW_PYTHON_EXECUTABLE": sys.executable}  # the gateways' Python: this one
         warm = write_inventory(work / "warm.yaml", cluster, nodes[:4])
         run_measured([*CLI, "sweep", "-i", str(warm), *ONE, "--format", "json"], env=env, sshd_pids=())
-        rows = [measured(f"gpudiag direct, {' '.join(direct_flags)}", [*CLI, "sweep", "-i", str(inventory), *ONE,
-                                                                        *direct_flags, "--format", "json"],
-                         cluster, env, "see flags", True),
-                measured("gpudiag tree, --via clush", [*CLI, "sweep", "-i", str(inventory), *ONE, "--via", "clush",
-                                                       "--clush-topology", str(topology), "--format", "json"],
-                         cluster, env, f"{FAN_OUT}/hop", True)]
-        if peers:
-            clush = [sys.executable, "-m", "ClusterShell.CLI.Clush", "-w", hostlist(nodes), "-f", str(FAN_OUT),
-                     "-o", ssh_options(cluster), "-u", "60", QUERY]
-            rows.append(measured("clush flat, --query-gpu", clush, cluster, env, str(FAN_OUT), False))
-            rows.append(measured("clush tree, --query-gpu", [*clush[:3], "--topology", str(topology), *clush[3:]],
-                                 cluster, env, f"{FAN_OUT}/hop", False))
+        gpudiag = [*CLI, "sweep", "-i", str(inventory), *ONE]
+        clush = [sys.executable, "-m", "ClusterShell.CLI.Clush", "-w", hostlist(nodes), "-f", str(FAN_OUT),
+                 "-o", ssh_options(cluster), "-u", "60", QUERY]
+        commands = {
+            "direct": (f"gpudiag direct, {' '.join(direct_flags)}", [*gpudiag, *direct_flags, "--format", "json"],
+                       "see flags", True),
+            "tree": ("gpudiag tree, --via clush", [*gpudiag, "--via", "clush", "--clush-topology", str(topology),
+                                                   "--format", "json"], f"{FAN_OUT}/hop", True),
+            "clush-flat": ("clush flat, --query-gpu", clush, str(FAN_OUT), False),
+            "clush-tree": ("clush tree, --query-gpu", [*clush[:3], "--topology", str(topology), *clush[3:]],
+                           f"{FAN_OUT}/hop", False)}
+        rows = [measured(label, argv, cluster, env, fan, json_out)
+                for label, argv, fan, json_out in (commands[run] for run in runs)]
         for row in rows:
             print(f"  {row.tool:<32} wall {row.wall_s:7.1f} s  root CPU {row.cpu_s:7.2f} s "
                   f"({1000 * row.cpu_s / size:6.2f} ms/host)  RSS {row.rss_one_mib:6.0f} MiB 1p, "
@@ -163,6 +171,26 @@ def report(results: dict[int, list[Row]]) -> None:
                       f"sshd side {own.sshd_cpu_s / max(peer.sshd_cpu_s, 1e-9):.2f}")
 
 
+def save(path: Path, size: int, rows: Sequence[Row]) -> None:
+    """Append ``rows`` to ``path``, one JSON line each with its size: calls of one size and run each (the
+    device's per-call bound) are summed up afterwards by ``--summary``."""
+    with path.open("a") as out:
+        out.writelines(json.dumps({"hosts": size, **dataclasses.asdict(row)}) + "\n" for row in rows)
+
+
+def saved(paths: Sequence[Path]) -> dict[int, list[Row]]:
+    """The rows of ``--save`` files, by size, in the order they were measured (a later run of the same size and
+    tool replaces the earlier)."""
+    by_size: dict[int, dict[str, Row]] = {}
+    for path in paths:
+        for line in path.read_text().splitlines():
+            if line.strip():
+                fields = json.loads(line)
+                row = Row(**{k: v for k, v in fields.items() if k != "hosts"})
+                by_size.setdefault(int(fields["hosts"]), {})[row.tool.split(",")[0]] = row
+    return {size: list(rows.values()) for size, rows in by_size.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--sizes", default="1000,3000,10000", help="comma-separated host counts")
@@ -170,7 +198,19 @@ def main() -> None:
     parser.add_argument("--direct-flags", default="--workers auto --concurrency 1024",
                         help="the direct sweep's fan-out flags (default: all cores, 1024 hosts in flight)")
     parser.add_argument("--gateways", default="4x8", help="A x B: A first-level gateways, B second-level each")
+    parser.add_argument("--runs", default=",".join(RUNS),
+                        help=f"which runs, comma-separated, of {', '.join(RUNS)} (the clush ones at --peers-at "
+                             "sizes only); the device's calls are bounded: one size and run per call fits")
+    parser.add_argument("--save", type=Path, help="append each measured run to this file (JSON lines)")
+    parser.add_argument("--summary", type=Path, nargs="+", metavar="FILE",
+                        help="measure nothing: the summary table and ratios of the runs saved in these files")
     args = parser.parse_args()
+    if args.summary:
+        report(saved(args.summary))
+        return
+    runs = [r.strip() for r in args.runs.split(",") if r.strip()]
+    if unknown := sorted(set(runs) - set(RUNS)):
+        parser.error(f"--runs: unknown {', '.join(unknown)} (known: {', '.join(RUNS)})")
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     peers_at = {int(s) for s in args.peers_at.split(",") if s.strip()}
     first, second = (int(n) for n in args.gateways.lower().split("x"))
@@ -180,8 +220,10 @@ def main() -> None:
     try:
         for size in sizes:
             with tempfile.TemporaryDirectory(prefix="gpudiag-fleet-") as tmp:
-                results[size] = one_size(size, first, second, size in peers_at, Path(tmp),
-                                         shlex.split(args.direct_flags))
+                chosen = [r for r in runs if size in peers_at or not r.startswith("clush")]
+                results[size] = one_size(size, first, second, chosen, Path(tmp), shlex.split(args.direct_flags))
+            if args.save:
+                save(args.save, size, results[size])
     except KeyboardInterrupt:  # `timeout -s INT`: what finished, and nothing of this run left behind
         print("\ninterrupted: the sizes that finished", flush=True)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)

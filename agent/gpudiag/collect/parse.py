@@ -13,6 +13,7 @@ devices were found (https://docs.nvidia.com/deploy/nvidia-smi/, "Return value").
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import statistics
@@ -71,13 +72,22 @@ def read_value(reading: Reading, raw: object) -> tuple[Any, str | None]:
         return from_number(reading.kind, raw)
     if not isinstance(raw, str):
         return None, f"unexpected {type(raw).__name__} value"
+    return _words(reading.kind, raw)
+
+
+# The same few words come back from every GPU of every host (a model name, "Enabled", "[N/A]", a driver
+# version, most figures): typed once per sweep. The values are immutable (numbers, strings, booleans, None), and
+# the cache is bounded, whatever a node sends.
+@functools.lru_cache(maxsize=1 << 16)
+def _words(kind: str, raw: str) -> tuple[Any, str | None]:
+    """nvidia-smi's text of a reading of ``kind`` → (its typed value or None, why the read failed or None)."""
     value = raw.strip()
     low = value.lower()
     if low in _NOT_APPLICABLE or low == _GPU_IS_LOST:
         return None, None
     if low.startswith("["):  # [Unknown Error] and nvidia-smi's other bracketed failures
         return None, f"nvidia-smi: {value[:80]}"
-    return from_words(reading.kind, value, low)
+    return from_words(kind, value, low)
 
 
 def combine(reading: Reading, values: Iterable[Any]) -> Any:
@@ -85,6 +95,8 @@ def combine(reading: Reading, values: Iterable[Any]) -> Any:
     present = [v for v in values if v is not None]
     if not present:
         return None
+    if len(present) == 1 and reading.combine != "any":  # one sample (a sweep's default): its value, as below
+        return present[0]
     if reading.combine == "median":
         return statistics.median(present)
     if reading.combine == "lower_median":  # a real reading, never a half-way value
@@ -135,24 +147,39 @@ def _rows(stdout: str, width: int, claims: Claims) -> tuple[list[list[str]], lis
 
 
 def _is_lost(row: Mapping[str, object]) -> bool:
-    return any(isinstance(v, str) and _GPU_IS_LOST in v.lower() for v in row.values())
+    # One search of the row's text: "\0" is in no value's words, so no match spans two values.
+    return _GPU_IS_LOST in "\0".join(v for v in row.values() if isinstance(v, str)).lower()
 
 
 def _gpu(index: int, rows: Sequence[Mapping[str, object]], times: Sequence[float | None],
          energy_power_w: float | None = None) -> GpuReading:
     """One GPU from its rows (one per sample, the static readings in each or merged in): every reading of
     the table typed and combined, failures listed."""
-    values: dict[str, list[Any]] = {}
+    values: dict[str, list[Any]] = {reading.name: [] for reading in READINGS}
     failures: dict[str, str] = {}
-    for row in rows:
+    for row in rows:  # the hot loop of a sweep's parse: every reading of every GPU of every host
         node_errors = mapping(row.get("errors"))
+        raw = row.get
         for reading in READINGS:
-            value, why = read_value(reading, row.get(reading.name))
-            why = why or text(node_errors.get(reading.name))
-            values.setdefault(reading.name, []).append(value)
-            if why is not None:
-                failures.setdefault(reading.name, why[:200])
-    combined = {r.name: combine(r, values.get(r.name, ())) for r in READINGS if r.name != "index"}
+            name = reading.name
+            value = raw(name)
+            # read_value's cases, the two common ones first: nothing sent, and nvidia-smi's words
+            if value is None:
+                why = None
+            elif type(value) is str:
+                value, why = _words(reading.kind, value)
+            else:
+                value, why = read_value(reading, value)
+            if why is None and node_errors:
+                why = text(node_errors.get(name))
+            values[name].append(value)
+            if why is not None and name not in failures:
+                failures[name] = why[:200]
+    if len(rows) == 1:  # one sample (a sweep's default): combine() of one value is that value
+        combined = {r.name: values[r.name][0] if r.combine != "any" else combine(r, values[r.name])
+                    for r in READINGS if r.name != "index"}
+    else:
+        combined = {r.name: combine(r, values[r.name]) for r in READINGS if r.name != "index"}
     samples = tuple(GpuSample(t_s=t_s, **{r.name: values[r.name][i] for r in PER_SAMPLE})
                     for i, t_s in enumerate(times))
     cc = parse_compute_capability(combined["compute_capability"])

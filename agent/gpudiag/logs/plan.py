@@ -121,6 +121,7 @@ class Planner:
         self.options = options
         self._registry: Registry | None = None
         self._discovered: LogSource | None = None
+        self._common: LogPlan | None = None  # the plan of every host without logs of its own (most hosts)
         self._defaults: dict[str, list[Pack]] = {}
         self.loaded: dict[str, Pack] = {}
         if options.pack_files or options.only_signature is not None:
@@ -218,6 +219,15 @@ class Planner:
                          keep=self.options.keep)
 
     def plan(self, host: Host) -> LogPlan:
+        """``host``'s plan. Hosts without logs of their own share one (the options' alone): one object, so that
+        a sweep builds it, and its collector command, once for them all."""
+        if not host.logs:
+            if self._common is None:
+                self._common = self._plan_of(host)
+            return self._common
+        return self._plan_of(host)
+
+    def _plan_of(self, host: Host) -> LogPlan:
         sources: dict[str, LogSource] = {}
         entries: list[tuple[object, str]] = [(e, f"host {host.name}: logs[{i}]") for i, e in enumerate(host.logs)]
         entries += [(p, f"--log {p}") for p in self.options.paths]

@@ -163,17 +163,23 @@ async def sweep(hosts: Sequence[Host], transport: Transport, options: SweepOptio
     window = asyncio.Semaphore(in_flight)
     # Without plans, a broken log configuration fails here, before any connection.
     by_host = plans if plans is not None else build_plans(hosts, options.logs)
+    # One command per distinct log configuration, not per host; a plan that many hosts share (the Planner's
+    # for hosts without logs of their own) is keyed once (the key is the plan as JSON: 0.07 ms a time).
     commands: dict[str, RemoteCommand] = {}
-    for plan in by_host.values():  # one command per distinct log configuration, not per host
-        if plan.key not in commands:
-            commands[plan.key] = collector_command(options, plan)
+    of_plan: dict[int, RemoteCommand] = {}
+    for plan in by_host.values():
+        if id(plan) not in of_plan:
+            key = plan.key
+            if key not in commands:
+                commands[key] = collector_command(options, plan)
+            of_plan[id(plan)] = commands[key]
 
     async def one(host: Host) -> HostReport:
         plan = by_host[host.name]
         async with window:
             if observer is not None:
                 observer.host_started(host)
-            report = await sweep_host(transport, host, options, plan=plan, command=commands[plan.key])
+            report = await sweep_host(transport, host, options, plan=plan, command=of_plan[id(plan)])
         if observer is not None:
             observer.host_finished(report)
         return report

@@ -131,6 +131,12 @@ class _Run(EventHandler):  # type: ignore[misc]  # ClusterShell has no type hint
         self.nodes = {name: _Node() for name in batch.pending()}
         self.gateway_said: dict[str, list[str]] = {}  # a gateway's own stderr (its ssh failing, ClusterShell's)
         self.task: Task | None = None
+        self._first_hop: dict[str, str] | None = None  # node -> its first gateway, read once from the router
+        # Outcomes go to the event loop in bunches: one wake-up of the loop for all that came meanwhile, not one
+        # per node (call_soon_threadsafe writes to the loop's self-pipe each time: 2 syscalls and a loop turn).
+        self._outbox: list[tuple[str, RemoteResult | TransportError]] = []
+        self._outbox_lock = threading.Lock()
+        self._settled: set[str] = set()  # nodes given an outcome (the first stays): ClusterShell's thread only
         self.thread = threading.Thread(target=self.run, name="gpudiag-clush", daemon=True)
 
     # ClusterShell's thread ------------------------------------------------------------------------------------
@@ -185,11 +191,25 @@ class _Run(EventHandler):  # type: ignore[misc]  # ClusterShell has no type hint
 
     def _hop(self, node: str) -> str:
         """``through gateway gw1: `` for a node behind a gateway (the first hop of its route), else ``""``."""
-        router = getattr(self.task, "router", None)
-        for network, gateways in getattr(router, "table", None) or ():
-            if node in network:
-                return f"through gateway {gateways}: "
-        return ""
+        gateway = self._first_hops().get(node)
+        return f"through gateway {gateway}: " if gateway else ""
+
+    def _first_hops(self) -> dict[str, str]:
+        """Each node's first gateway, from the router's table (one walk of its networks, where a test of
+        ``node in network`` for each node and route parses the name into a NodeSet every time: most of this
+        thread's CPU per node); empty while there is no router (flat, or not yet started)."""
+        if self._first_hop is None:
+            table = getattr(getattr(self.task, "router", None), "table", None)
+            if table is None:
+                return {}
+            hops: dict[str, str] = {}
+            for network, gateways in table:
+                label = str(gateways)
+                for name in network:
+                    if name in self.nodes:
+                        hops.setdefault(name, label)
+            self._first_hop = hops
+        return self._first_hop
 
     def _outcome(self, node: str, rc: int) -> RemoteResult | TransportError:
         entry = self.nodes[node]
@@ -229,11 +249,27 @@ class _Run(EventHandler):  # type: ignore[misc]  # ClusterShell has no type hint
             if node in timed_out:
                 self._settle(node, CommandTimeout(f"{self._hop(node)}no answer within "
                                                   f"{self.command.deadline_s:.0f} s; ClusterShell ended the command"))
-            self._settle(node, failure or ConnectionLost(
-                f"{self._hop(node)}no answer: the command ended without a word from the node"))
+            if node not in self._settled:
+                self._settle(node, failure or ConnectionLost(
+                    f"{self._hop(node)}no answer: the command ended without a word from the node"))
 
     def _settle(self, node: str, outcome: RemoteResult | TransportError) -> None:
-        self.loop.call_soon_threadsafe(self.batch.settle, node, outcome)
+        """Give ``node`` its outcome on the event loop (its first one; later ones are dropped here)."""
+        if node in self._settled:
+            return
+        self._settled.add(node)
+        with self._outbox_lock:
+            self._outbox.append((node, outcome))
+            wake = len(self._outbox) == 1  # else a wake-up is already on its way and takes this one too
+        if wake:
+            self.loop.call_soon_threadsafe(self._deliver)
+
+    def _deliver(self) -> None:
+        """The event loop's side: settle every outcome that came since the last wake-up."""
+        with self._outbox_lock:
+            outcomes, self._outbox = self._outbox, []
+        for node, outcome in outcomes:
+            self.batch.settle(node, outcome)
 
     def abort(self) -> None:
         """End the run (the sweep was stopped): ClusterShell closes every ssh, which ends each node's collector."""

@@ -165,6 +165,22 @@ def test_gpu_is_lost_values_mark_the_gpu_lost() -> None:
     assert g.lost
 
 
+def test_lost_words_split_over_two_values_do_not_mark_the_gpu_lost() -> None:
+    # Each value is searched on its own: "[GPU is" in one column and "lost]" in the next is no lost GPU.
+    cells = LINE.split(", ")
+    at = cells.index("79.32")
+    cells[at:at + 2] = ["[GPU is", "lost]"]
+    (g,) = parse_probe(doc(sample(", ".join(cells) + "\n"))).gpus
+    assert not g.lost
+
+
+def test_the_same_words_are_typed_by_each_readings_kind() -> None:
+    # nvidia-smi's words are typed once per sweep and kind (a cache): a text reading keeps them as they are
+    assert read_value(BY_NAME["name"], " 700.00") == ("700.00", None)
+    assert read_value(BY_NAME["enforced_power_limit_w"], " 700.00") == (700.0, None)
+    assert read_value(BY_NAME["name"], " 700.00") == ("700.00", None)
+
+
 def test_unknown_exit_without_rows_is_failed() -> None:
     node = parse_probe(doc(sample('Field "bogus.field" is not a valid field to query.\n\n', exit_code=2)))
     assert node.smi_status is SmiStatus.FAILED and node.smi_exit_code == 2

@@ -272,3 +272,12 @@ def test_the_shipped_inventory_logs_make_plans() -> None:
 def test_parse_pack_needs_a_mapping() -> None:
     with pytest.raises(PackError, match=r"^x: expected a mapping, got list$"):
         parse_pack([], "x")
+
+
+def test_hosts_without_logs_of_their_own_share_one_plan() -> None:
+    # one object: the sweep builds its collector command once for them all (gpudiag.sweep.runner)
+    options = LogOptions(paths=(KERNEL,))
+    plans = build_plans([Host(name="a"), Host(name="b"), Host(name="c", logs=("/var/log/c.log",))], options)
+    assert plans["a"] is plans["b"]
+    assert plans["a"] == build_plans([Host(name="b")], options)["b"]
+    assert plans["c"] != plans["a"] and plans["c"].key != plans["a"].key
