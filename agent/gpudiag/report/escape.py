@@ -1,6 +1,7 @@
 """The one escaping of node-supplied text, for every output that shows it: control characters (ESC, BEL, so an
 OSC title sequence or ``ESC[2J``), C1 controls and the bidirectional embeddings, overrides, isolates and marks
-(U+202E reorders what the operator reads) are shown escaped (``\\x1b``, ``\\u202e``), never sent as they are.
+(U+202E reorders what the operator reads) and the invisible ones (U+200B) are shown escaped (``\\x1b``,
+``\\u202e``), never sent as they are.
 The table, ``--only-changes``, watch, the logs report and the Prometheus labels show :func:`safe` text; the
 HTML escapes it again for markup (:func:`html_text`); the JSON writes those characters as ``\\uXXXX`` escapes
 (:func:`json_safe`: the same string to a JSON reader, nothing raw in the file). Pure, standard library only.
@@ -13,8 +14,11 @@ import re
 
 # C0 controls and DEL, C1 controls, and the bidirectional embeddings, overrides, isolates and marks
 # (Unicode TR9), line and paragraph separators, the byte-order mark: nothing a report means to send as it is.
-UNSAFE = (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), 0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F),
-          *range(0x2066, 0x206A), 0x2028, 0x2029, 0xFEFF)
+# And the invisible ones (soft hyphen, zero-width space, joiners, word joiner, invisible operators, the
+# interlinear annotations): "gpu\u200b01" would read as gpu01 and match no grep for it.
+UNSAFE = (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), 0x00AD, 0x061C, 0x180E, *range(0x200B, 0x2010),
+          *range(0x202A, 0x202F), *range(0x2060, 0x2065), *range(0x2066, 0x206A), 0x2028, 0x2029, 0xFEFF,
+          *range(0xFFF9, 0xFFFC))
 
 
 def _escape(code: int) -> str:

@@ -22,8 +22,8 @@ from gpudiag.report.escape import html_text, json_safe, safe
 from gpudiag.report.logs_report import render_grep
 from gpudiag.report.prometheus import render_prometheus
 
-EVIL = "x\x1b]0;owned\x07y\x1b[2J\u202ez\u2066\x9b2J\r\x85"
-RAW = ("\x1b", "\x07", "\u202e", "\u2066", "\x9b", "\r", "\x85")
+EVIL = "x\x1b]0;owned\x07y\x1b[2J\u202ez\u2066\x9b2J\r\x85g\u200bp\u00adu\u2060"
+RAW = ("\x1b", "\x07", "\u202e", "\u2066", "\x9b", "\r", "\x85", "\u200b", "\u00ad", "\u2060")  # and the invisible ones
 
 
 def hostile() -> SweepReport:
